@@ -1,0 +1,4 @@
+"""tritone's IR: typed block-level SSA with structured regions (see docs/IR.md)."""
+
+from .core import Builder, Function, Location, Module, Operation, Region, Value  # noqa: F401
+from .types import block_type, dtype, parse_type, pointer_type  # noqa: F401

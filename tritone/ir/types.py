@@ -1,0 +1,442 @@
+"""The types of tritone's IR, which are also the dtypes of `tritone.language`.
+
+There is one type system: `tl.float32` is the IR scalar type `fp32`, a block of
+pointers is a `block_type` whose element is a `pointer_type`. Types are
+immutable values compared by their parameters.
+
+Text forms (used by the IR printer and parser, and by signatures such as
+`"*fp32"`): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15
+fp8e4b8 fp8e5b16 fp16 bf16 fp32 fp64 void`; pointers `*fp32`, const pointers
+`*kfp32`; blocks `<128x64xfp32>`, `<128x*fp16>`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+# name -> (kind, bitwidth, signed, mantissa bits, exponent bias)
+_SCALARS = {
+    "void": ("void", 0, False, 0, 0),
+    "i1": ("int", 1, False, 0, 0),
+    "i8": ("int", 8, True, 0, 0),
+    "i16": ("int", 16, True, 0, 0),
+    "i32": ("int", 32, True, 0, 0),
+    "i64": ("int", 64, True, 0, 0),
+    "u8": ("int", 8, False, 0, 0),
+    "u16": ("int", 16, False, 0, 0),
+    "u32": ("int", 32, False, 0, 0),
+    "u64": ("int", 64, False, 0, 0),
+    "fp8e4nv": ("float", 8, True, 3, 7),
+    "fp8e5": ("float", 8, True, 2, 15),
+    "fp8e4b15": ("float", 8, True, 3, 15),
+    "fp8e4b8": ("float", 8, True, 3, 8),
+    "fp8e5b16": ("float", 8, True, 2, 16),
+    "fp16": ("float", 16, True, 10, 15),
+    "bf16": ("float", 16, True, 7, 127),
+    "fp32": ("float", 32, True, 23, 127),
+    "fp64": ("float", 64, True, 52, 1023),
+}
+
+# Triton's long names (`tl.float32.name == "fp32"`, but `str_to_ty("fp32")` and
+# `tl.dtype("float32")` style spellings both appear in user code).
+_ALIASES = {
+    "int1": "i1", "u1": "i1", "B": "i1",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15",
+    "float8e4b8": "fp8e4b8", "float8e5b16": "fp8e5b16",
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+}
+
+SCALAR_NAMES = tuple(n for n in _SCALARS if n != "void")
+
+
+class dtype:
+    """A scalar element type (`tl.float32`, `tl.int8`, ...)."""
+
+    __slots__ = ("name",)
+
+    SINT_TYPES = ("i8", "i16", "i32", "i64")
+    UINT_TYPES = ("i1", "u8", "u16", "u32", "u64")
+    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+
+    def __init__(self, name: str):
+        name = _ALIASES.get(name, name)
+        if name not in _SCALARS:
+            raise ValueError(f"unknown dtype {name!r}")
+        object.__setattr__(self, "name", name)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("dtypes are immutable")
+
+    # -- classification -------------------------------------------------
+    @property
+    def _info(self):
+        return _SCALARS[self.name]
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self._info[1]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes one element occupies in memory (i1 is stored as a byte)."""
+        return max(1, self.primitive_bitwidth // 8)
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self._info[1] if self.is_int() else 0
+
+    @property
+    def int_signedness(self):
+        return "signed" if self.is_int_signed() else "unsigned"
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return self._info[3]
+
+    @property
+    def exponent_bias(self) -> int:
+        return self._info[4]
+
+    @property
+    def scalar(self) -> "dtype":
+        return self
+
+    @property
+    def element_ty(self) -> "dtype":
+        return self
+
+    def is_void(self) -> bool:
+        return self.name == "void"
+
+    def is_int(self) -> bool:
+        return self._info[0] == "int"
+
+    def is_bool(self) -> bool:
+        return self.name == "i1"
+
+    def is_int1(self) -> bool:
+        return self.name == "i1"
+
+    def is_int_signed(self) -> bool:
+        return self.is_int() and self._info[2]
+
+    def is_int_unsigned(self) -> bool:
+        return self.is_int() and not self._info[2]
+
+    def is_floating(self) -> bool:
+        return self._info[0] == "float"
+
+    def is_standard_floating(self) -> bool:
+        return self.name in self.STANDARD_FP_TYPES
+
+    def is_fp8(self) -> bool:
+        return self.name.startswith("fp8")
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "fp8e4nv"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "fp8e5"
+
+    def is_fp8e4b15(self) -> bool:
+        return self.name == "fp8e4b15"
+
+    def is_int8(self) -> bool:
+        return self.name == "i8"
+
+    def is_int16(self) -> bool:
+        return self.name == "i16"
+
+    def is_int32(self) -> bool:
+        return self.name == "i32"
+
+    def is_int64(self) -> bool:
+        return self.name == "i64"
+
+    def is_uint8(self) -> bool:
+        return self.name == "u8"
+
+    def is_uint16(self) -> bool:
+        return self.name == "u16"
+
+    def is_uint32(self) -> bool:
+        return self.name == "u32"
+
+    def is_uint64(self) -> bool:
+        return self.name == "u64"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_const(self) -> bool:
+        return False
+
+    def kind(self) -> int:
+        """Promotion kind: 0 boolean < 1 integral < 2 floating (Triton's KIND)."""
+        if self.is_bool():
+            return 0
+        if self.is_int():
+            return 1
+        return 2
+
+    # -- value ranges ----------------------------------------------------
+    def int_range(self) -> tuple[int, int]:
+        bits = self.int_bitwidth
+        if self.is_int_signed():
+            return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        return 0, (1 << bits) - 1
+
+    def with_element_ty(self, element_ty: "dtype") -> "dtype":
+        return element_ty
+
+    def get_block_shapes(self) -> tuple:
+        return ()
+
+    @property
+    def shape(self) -> tuple:
+        return ()
+
+    @property
+    def numel(self) -> int:
+        return 1
+
+    # -- identity ---------------------------------------------------------
+    def __eq__(self, other) -> bool:
+        return type(other) is dtype and other.name == self.name
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("dtype", self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def cache_key_part(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"triton.language.{_LONG_NAMES.get(self.name, self.name)}"
+
+    def codegen_name(self) -> str:
+        return self.name
+
+    def mangle(self) -> str:
+        return self.name
+
+
+class pointer_type(dtype):
+    """A pointer to `element_ty` in global memory; `const` pointers cannot be stored to."""
+
+    __slots__ = ("element_ty_", "address_space", "const")
+
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
+        if not isinstance(element_ty, dtype):
+            raise TypeError(f"pointer_type element type must be a dtype, got {element_ty!r}")
+        object.__setattr__(self, "element_ty_", element_ty)
+        object.__setattr__(self, "address_space", address_space)
+        object.__setattr__(self, "const", const)
+        object.__setattr__(self, "name", f"pointer<{element_ty}>")
+
+    @property
+    def _info(self):
+        return ("ptr", 64, False, 0, 0)
+
+    @property
+    def element_ty(self) -> dtype:
+        return self.element_ty_
+
+    @property
+    def scalar(self) -> "pointer_type":
+        return self
+
+    @property
+    def itemsize(self) -> int:
+        return 8
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_const(self) -> bool:
+        return self.const
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_floating(self) -> bool:
+        return False
+
+    def kind(self) -> int:
+        raise TypeError("pointers have no arithmetic promotion kind")
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is pointer_type and other.element_ty_ == self.element_ty_
+                and other.address_space == self.address_space and other.const == self.const)
+
+    def __hash__(self) -> int:
+        return hash(("ptr", self.element_ty_, self.address_space, self.const))
+
+    def __str__(self) -> str:
+        return ("*k" if self.const else "*") + str(self.element_ty_)
+
+    @property
+    def cache_key_part(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"pointer_type({self.element_ty_!r})"
+
+    def mangle(self) -> str:
+        return "P" + self.element_ty_.mangle()
+
+
+class block_type(dtype):
+    """A block (tile) of `shape` elements of `element_ty`, with an optional layout
+    attribute that the GPU passes fill in (None before layout assignment)."""
+
+    __slots__ = ("element_ty_", "shape_", "layout")
+
+    def __init__(self, element_ty: dtype, shape: Sequence[int], layout=None):
+        if isinstance(element_ty, block_type):
+            raise TypeError("a block's element type cannot be a block")
+        shape = tuple(int(s) for s in shape)
+        if not shape:
+            raise TypeError("0-d block types do not exist; use the scalar type")
+        object.__setattr__(self, "element_ty_", element_ty)
+        object.__setattr__(self, "shape_", shape)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "name", str(self))
+
+    @property
+    def _info(self):
+        return self.element_ty_._info
+
+    @property
+    def element_ty(self) -> dtype:
+        return self.element_ty_
+
+    @property
+    def scalar(self) -> dtype:
+        return self.element_ty_
+
+    @property
+    def shape(self) -> tuple:
+        return self.shape_
+
+    def get_block_shapes(self) -> tuple:
+        return self.shape_
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape_:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element_ty_.itemsize
+
+    def is_block(self) -> bool:
+        return True
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def with_element_ty(self, element_ty: dtype) -> "block_type":
+        return block_type(element_ty, self.shape_, self.layout)
+
+    def with_layout(self, layout) -> "block_type":
+        return block_type(self.element_ty_, self.shape_, layout)
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is block_type and other.element_ty_ == self.element_ty_
+                and other.shape_ == self.shape_ and other.layout == self.layout)
+
+    def __hash__(self) -> int:
+        return hash(("block", self.element_ty_, self.shape_, self.layout))
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.shape_)
+        text = f"<{dims}x{self.element_ty_}"
+        if self.layout is not None:
+            text += f", {self.layout}"
+        return text + ">"
+
+    def __repr__(self) -> str:
+        return f"block_type({self.element_ty_!r}, {list(self.shape_)})"
+
+    def mangle(self) -> str:
+        return self.element_ty_.mangle() + "S" + "_".join(map(str, self.shape_)) + "S"
+
+
+_LONG_NAMES = {v: k for k, v in _ALIASES.items() if k not in ("u1", "B")}
+
+void = dtype("void")
+int1 = dtype("i1")
+int8 = dtype("i8")
+int16 = dtype("i16")
+int32 = dtype("i32")
+int64 = dtype("i64")
+uint8 = dtype("u8")
+uint16 = dtype("u16")
+uint32 = dtype("u32")
+uint64 = dtype("u64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+
+
+def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
+    if bitwidth == 1:
+        return int1
+    return dtype(("i" if signed else "u") + str(bitwidth))
+
+
+def parse_type(text: str) -> dtype:
+    """Parse a type's text form: `fp32`, `*fp16`, `*kfp32`, `<16x32xfp32>`, `<8x*i32>`.
+
+    Layout attributes inside block types are not parsed here (the IR parser
+    handles them)."""
+    text = text.strip()
+    if text.startswith("<") and text.endswith(">"):
+        parts = text[1:-1].split("x")
+        dims: list[int] = []
+        i = 0
+        while i < len(parts) and parts[i].isdigit():
+            dims.append(int(parts[i]))
+            i += 1
+        if not dims or i >= len(parts):
+            raise ValueError(f"cannot parse block type {text!r}")
+        return block_type(parse_type("x".join(parts[i:])), dims)
+    if text.startswith("*k"):
+        return pointer_type(parse_type(text[2:]), const=True)
+    if text.startswith("*"):
+        return pointer_type(parse_type(text[1:]))
+    return dtype(text)
