@@ -1,0 +1,343 @@
+"""`@jit` and `JITFunction`: a Python function marked as a kernel.
+
+A `JITFunction` holds what the frontend needs to compile the function (its
+source from `def` on, its parameters, its globals) and what the launcher needs
+to run it (`kernel[grid](...)`, the per-device caches). It never imports
+`tritone.language` at module import time: `tritone.language.standard` and
+`.random` are themselves written with `@jit`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import textwrap
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterable, TypeVar, overload
+
+T = TypeVar("T")
+
+# Canonical spellings of annotation type names, as they appear in signatures.
+# Booleans are written `u1` in signatures, as Triton writes them.
+_CANONICAL_TYPE_NAMES = {
+    "bool": "u1", "int1": "u1", "uint1": "u1", "i1": "u1",
+    "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv", "float8e5": "fp8e5", "float8_e5m2": "fp8e5",
+    "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8",
+    "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16",
+    "half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32",
+    "double": "fp64", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
+}
+_SIGNATURE_TYPE_NAMES = frozenset(_CANONICAL_TYPE_NAMES.values())
+
+
+def normalize_annotation(annotation: Any) -> str:
+    """The annotation of a kernel parameter as a signature string: `""` when there
+    is none, `"constexpr"`, `"const"`, `"i32"`, `"*fp16"`, `"*kfp32"` (const pointer)."""
+    from ..ir import types as ir_types
+
+    if annotation is inspect.Parameter.empty or annotation is None or annotation == "":
+        return ""
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        for prefix in ("triton.language.core.", "triton.language.", "tritone.language.core.",
+                       "tritone.language.", "tl.core.", "tl."):
+            if text.startswith(prefix):
+                text = text[len(prefix):]
+                break
+        if text.startswith("const "):
+            pointee = normalize_annotation(text[len("const "):])
+            return "*k" + pointee[1:] if pointee.startswith("*") else "const"
+        if text.endswith("*"):
+            return "*" + normalize_annotation(text[:-1])
+        if text.startswith("*") and not text.startswith("*k"):
+            return "*" + normalize_annotation(text[1:])
+        return _CANONICAL_TYPE_NAMES.get(text.replace("_t", ""), text)
+    if isinstance(annotation, ir_types.pointer_type):
+        prefix = "*k" if annotation.const else "*"
+        return prefix + normalize_annotation(annotation.element_ty)
+    if isinstance(annotation, ir_types.dtype):
+        return _CANONICAL_TYPE_NAMES.get(annotation.name, annotation.name)
+    if isinstance(annotation, type):
+        # `tl.constexpr`, `tl.const`, `int`, `float`, `bool`.
+        return _CANONICAL_TYPE_NAMES.get(annotation.__name__, annotation.__name__)
+    return normalize_annotation(str(annotation))
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One parameter of a `@jit` function with what its declaration says about it."""
+
+    num: int
+    name: str
+    annotation: str
+    is_constexpr: bool
+    is_const: bool
+    do_not_specialize: bool
+    do_not_specialize_on_alignment: bool
+    default: Any = inspect.Parameter.empty
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not inspect.Parameter.empty
+
+    @property
+    def annotation_type(self) -> str:
+        """The annotation when it names a concrete type (`i32`, `*fp16`), else `""`."""
+        core = self.annotation
+        if core.startswith("*k"):
+            core = core[2:]
+        elif core.startswith("*"):
+            core = core[1:]
+        return self.annotation if core in _SIGNATURE_TYPE_NAMES else ""
+
+
+class KernelInterface(Generic[T]):
+    """What makes `kernel[grid](*args, **kwargs)` work: subclasses provide `run`."""
+
+    run: T
+
+    def __getitem__(self, grid) -> T:
+        """`kernel[grid]` returns a launcher bound to `grid` (a tuple of 1-3 ints or a
+        callable of the bound arguments)."""
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def warmup(self, *args, grid, **kwargs):
+        """Compile for these arguments without running the kernel."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+
+def _resolve_indices(spec: Iterable[int | str] | None, arg_names: list[str], fn_name: str, what: str) -> frozenset[int]:
+    if not spec:
+        return frozenset()
+    indices = set()
+    for item in spec:
+        if isinstance(item, str):
+            if item not in arg_names:
+                raise ValueError(f"{what} of kernel {fn_name} names {item!r}, which is not one of its "
+                                 f"parameters {arg_names}")
+            indices.add(arg_names.index(item))
+        else:
+            index = int(item)
+            if not 0 <= index < len(arg_names):
+                raise ValueError(f"{what} of kernel {fn_name} holds index {index}, but it has "
+                                 f"{len(arg_names)} parameters")
+            indices.add(index)
+    return frozenset(indices)
+
+
+def _source_from_def(fn: Callable) -> tuple[str, int]:
+    """The function's source from its `def` line on (decorators stripped, dedented)
+    and the file line number of that `def`."""
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as error:
+        raise ValueError("@jit functions should be defined in a Python file") from error
+    text = textwrap.dedent("".join(lines))
+    tree = ast.parse(text)
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise ValueError(f"@jit applies to functions, not to {type(node).__name__}")
+    def_index = node.lineno - 1  # the `def` line; decorators come before it
+    src = "".join(text.splitlines(keepends=True)[def_index:])
+    return src, first_line + def_index
+
+
+class _CacheKeyWalk(threading.local):
+    """Kernels whose cache key is being computed on this thread (guards recursion)."""
+
+    def __init__(self):
+        self.active: set[int] = set()
+
+
+_cache_key_walk = _CacheKeyWalk()
+
+
+class JITFunction(KernelInterface[T]):
+    """A kernel (or a device function it calls): a Python function compiled on
+    first launch for each specialization of its arguments.
+
+    `src` is the source from `def` on; line `k` of `src` is line
+    `starting_line_number + k - 1` of `file_name`.
+    """
+
+    def __init__(self, fn: Callable, version=None, do_not_specialize=None, do_not_specialize_on_alignment=None,
+                 debug: bool | None = None, noinline: bool | None = None, repr: Callable | None = None,
+                 launch_metadata: Callable | None = None):
+        self.fn = fn
+        self.module = fn.__module__
+        self.version = version
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__globals__ = fn.__globals__
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.src, self.starting_line_number = _source_from_def(fn)
+        self.file_name = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.debug = debug
+        self.noinline = noinline
+        self._repr = repr
+        self.launch_metadata = launch_metadata
+
+        no_spec = _resolve_indices(do_not_specialize, self.arg_names, self.__name__, "do_not_specialize")
+        no_align = _resolve_indices(do_not_specialize_on_alignment, self.arg_names, self.__name__,
+                                    "do_not_specialize_on_alignment")
+        self.do_not_specialize = sorted(no_spec)
+        self.do_not_specialize_on_alignment = sorted(no_align)
+        params = []
+        for num, (name, parameter) in enumerate(self.signature.parameters.items()):
+            if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise TypeError(f"kernel {self.__name__}: parameter *{name} is not supported in @jit functions")
+            annotation = normalize_annotation(parameter.annotation)
+            is_constexpr = "constexpr" in annotation
+            params.append(KernelParam(
+                num=num, name=name, annotation=annotation, is_constexpr=is_constexpr,
+                is_const=not is_constexpr and (annotation == "const" or annotation.startswith("*k")),
+                do_not_specialize=num in no_spec, do_not_specialize_on_alignment=num in no_align,
+                default=parameter.default))
+        self.params = params
+        self.constexprs = [p.num for p in params if p.is_constexpr]
+
+        # device -> {specialization key: CompiledKernel}; filled by the launcher.
+        self.device_caches: dict[Any, dict] = {}
+        self.pre_run_hooks: list[Callable] = []
+        self._cache_key: str | None = None
+        # (name, id(globals dict)) -> (value, globals dict) of the constexpr globals the kernel reads.
+        self.used_global_vals: dict[tuple[str, int], tuple[Any, dict]] = {}
+        self._binder = None
+
+    # -- identity ------------------------------------------------------------
+    @property
+    def cache_key(self) -> str:
+        """Hash of the source, of the sources of the `@jit` functions it reaches
+        through its globals, and of the constexpr globals it reads."""
+        if self._cache_key is None:
+            if id(self) in _cache_key_walk.active:
+                # A recursive kernel: the cycle is already covered by the outer hash.
+                return f"recursive:{self.__qualname__}"
+            _cache_key_walk.active.add(id(self))
+            try:
+                parts = [self.src, f"noinline={self.noinline}", f"debug={self.debug}"]
+                parts.extend(self._dependency_key_parts())
+                self._cache_key = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+            finally:
+                _cache_key_walk.active.discard(id(self))
+        return self._cache_key
+
+    def _dependency_key_parts(self) -> list[str]:
+        from ..language.core import constexpr
+
+        closure = {}
+        if self.fn.__closure__:
+            closure = dict(zip(self.fn.__code__.co_freevars, (c.cell_contents for c in self.fn.__closure__)))
+        parts = []
+        for dotted in _global_references(self.src, set(self.arg_names)):
+            head, *rest = dotted.split(".")
+            if head in closure:
+                value, scope = closure[head], closure
+            elif head in self.__globals__:
+                value, scope = self.__globals__[head], self.__globals__
+            else:
+                continue
+            if isinstance(value, constexpr) and not rest:
+                self.used_global_vals[(head, id(scope))] = (value, scope)
+                parts.append(f"{head}={value.value!r}")
+                continue
+            for attribute in rest:
+                if isinstance(value, JITFunction):
+                    break
+                value = getattr(value, attribute, None)
+            if isinstance(value, JITFunction):
+                parts.append(f"{dotted}:{value.cache_key}")
+            elif isinstance(value, constexpr):
+                parts.append(f"{dotted}={value.value!r}")
+        return parts
+
+    def check_globals_unchanged(self) -> None:
+        """Raise RuntimeError when a constexpr global this kernel was compiled
+        against has been rebound since."""
+        for (name, _), (value, scope) in self.used_global_vals.items():
+            current = scope.get(name, None)
+            if current is not value:
+                raise RuntimeError(
+                    f"Global variable {name} has changed since we compiled this kernel "
+                    f"({self.__name__}), from {value} to {current}")
+
+    # -- calls -----------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
+
+    def add_pre_run_hook(self, hook: Callable) -> None:
+        """Register `hook(*args, **kwargs)`, called with the launch arguments before each run."""
+        assert callable(hook)
+        self.pre_run_hooks.append(hook)
+
+    def run(self, *args, grid, warmup: bool, **kwargs):
+        """Bind, specialise, compile when not cached, and (unless `warmup`) run.
+        Returns the `CompiledKernel`."""
+        from .launch import launch
+
+        return launch(self, args, kwargs, grid=grid, warmup=warmup)
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.module}:{self.__qualname__})"
+
+
+def _global_references(src: str, parameters: set[str]) -> list[str]:
+    """Dotted names (`fn`, `mod.fn`, `tl.constexpr_value`) the source reads that are
+    neither parameters nor assigned locally, in first-seen order."""
+    tree = ast.parse(src)
+    assigned = set(parameters)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            assigned.add(node.id)
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = []
+            current: ast.AST = node
+            while isinstance(current, ast.Attribute):
+                chain.append(current.attr)
+                current = current.value
+            if isinstance(current, ast.Name) and current.id not in assigned:
+                found[".".join([current.id, *reversed(chain)])] = None
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in assigned:
+            found[node.id] = None
+    return list(found)
+
+
+@overload
+def jit(fn: T) -> JITFunction[T]:
+    ...
+
+
+@overload
+def jit(*, version=None, repr: Callable | None = None, launch_metadata: Callable | None = None,
+        do_not_specialize: Iterable[int | str] | None = None,
+        do_not_specialize_on_alignment: Iterable[int | str] | None = None,
+        debug: bool | None = None, noinline: bool | None = None) -> Callable[[T], JITFunction[T]]:
+    ...
+
+
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=None,
+        do_not_specialize_on_alignment=None, debug=None, noinline=None):
+    """Mark a function as a kernel: `@jit` or `@jit(do_not_specialize=[...], ...)`.
+
+    `do_not_specialize` / `do_not_specialize_on_alignment` take parameter
+    indices or names. Kernels are compiled on their first launch per
+    specialization (see `tritone.runtime.specialize`)."""
+
+    def decorator(function: T) -> JITFunction[T]:
+        assert callable(function), f"@jit applies to functions, got {function!r}"
+        return JITFunction(function, version=version, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
+                           noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+
+    if fn is not None:
+        return decorator(fn)
+    return decorator
