@@ -224,3 +224,27 @@ def replace_all_uses(root: Module | Function | Region, old: Value, new: Value) -
     ops = root.walk()
     for op in ops:
         op.operands = [new if v is old else v for v in op.operands]
+
+
+def clone_region(region: Region, value_map: dict[Value, Value]) -> Region:
+    """A deep copy of `region` (args, ops, nested regions). `value_map` maps values
+    defined outside to their replacements; it is extended with every value the
+    copy defines (old -> new), so callers can look up the copies' results."""
+    new = Region([a.type for a in region.args], [a.name_hint for a in region.args])
+    for old_arg, new_arg in zip(region.args, new.args):
+        value_map[old_arg] = new_arg
+    for op in region.ops:
+        new.append(clone_operation(op, value_map))
+    return new
+
+
+def clone_operation(op: Operation, value_map: dict[Value, Value]) -> Operation:
+    """A deep copy of `op` whose operands are looked up in `value_map` (values not
+    in it are kept); the copy's results are added to `value_map`."""
+    regions = [clone_region(r, value_map) for r in op.regions]
+    new = Operation(op.name, [value_map.get(v, v) for v in op.operands], [r.type for r in op.results],
+                    op.attrs, regions, op.loc)
+    for old_result, new_result in zip(op.results, new.results):
+        new_result.name_hint = old_result.name_hint
+        value_map[old_result] = new_result
+    return new
