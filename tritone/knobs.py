@@ -1,0 +1,131 @@
+"""Every setting tritone reads, in one place.
+
+Each knob reads its environment variable on every access, so a variable set
+after import still takes effect. Assigning a knob (`knobs.runtime.interpret =
+True`) overrides the environment until the knob is deleted (`del
+knobs.runtime.interpret`). Truthy values: `1 true yes on y` (any case).
+
+The rest of tritone reads settings only through this module and passes the
+values down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+_TRUTHY = frozenset({"1", "true", "yes", "on", "y"})
+
+
+def _read_env(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+class _EnvKnob:
+    """A setting read from the first of `names` that is set, converted by `parse`."""
+
+    def __init__(self, *names: str, default: Any = None, parse: Callable[[str], Any] = str):
+        self.names = names
+        self.default = default
+        self.parse = parse
+
+    def __set_name__(self, owner, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        overrides = instance.__dict__.get("_overrides", {})
+        if self.attribute in overrides:
+            return overrides[self.attribute]
+        text = _read_env(self.names)
+        if text is None:
+            return self.default
+        return self.parse(text)
+
+    def __set__(self, instance, value) -> None:
+        instance.__dict__.setdefault("_overrides", {})[self.attribute] = value
+
+    def __delete__(self, instance) -> None:
+        instance.__dict__.setdefault("_overrides", {}).pop(self.attribute, None)
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() in _TRUTHY
+
+
+def _env_bool(*names: str, default: bool = False) -> _EnvKnob:
+    return _EnvKnob(*names, default=default, parse=_parse_bool)
+
+
+def _env_str(*names: str, default: str | None = None) -> _EnvKnob:
+    return _EnvKnob(*names, default=default, parse=lambda text: text or default)
+
+
+def _parse_fp32_default(text: str) -> str | None:
+    text = text.strip().lower()
+    if not text:
+        return None
+    if text not in ("tf32", "tf32x3", "ieee"):
+        raise ValueError(f"TRITON_F32_DEFAULT must be one of tf32, tf32x3, ieee; got {text!r}")
+    return text
+
+
+class _Group:
+    def __repr__(self) -> str:
+        names = [name for name, value in type(self).__dict__.items() if isinstance(value, _EnvKnob)]
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({shown})"
+
+
+class RuntimeKnobs(_Group):
+    interpret = _env_bool("TRITON_INTERPRET", "TRITONE_INTERPRET")
+    """Run kernels in the CPU interpreter even where a GPU is usable."""
+
+    def __init__(self):
+        # Called as hook(metadata) around each launch; metadata maps "name",
+        # "grid" and "stream" of the launch.
+        self.launch_enter_hook: Callable[[dict], None] | None = None
+        self.launch_exit_hook: Callable[[dict], None] | None = None
+
+
+class CompilationKnobs(_Group):
+    dump_ir = _env_bool("TRITONE_DUMP_IR")
+    """Print the IR after each pass."""
+    always_compile = _env_bool("TRITON_ALWAYS_COMPILE")
+    """Ignore the in-memory and on-disk caches."""
+    debug = _env_bool("TRITON_DEBUG")
+    """Compile every kernel in debug mode (device asserts on, IR verified after each pass)."""
+    default_fp_fusion = _env_bool("TRITON_DEFAULT_FP_FUSION", default=True)
+    """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma)."""
+
+
+class LanguageKnobs(_Group):
+    fp32_default = _EnvKnob("TRITON_F32_DEFAULT", default=None, parse=_parse_fp32_default)
+    """Default `input_precision` of `tl.dot` on fp32 operands: None (tf32), "tf32", "tf32x3", "ieee"."""
+
+
+class CacheKnobs(_Group):
+    dir = _env_str("TRITON_CACHE_DIR")
+    """Folder of the on-disk kernel cache; None means the platform's user cache folder."""
+
+
+class NvidiaKnobs(_Group):
+    nvrtc_path = _env_str("TRITONE_NVRTC_PATH")
+    """Explicit path of the NVRTC library."""
+    libcuda_path = _env_str("TRITONE_LIBCUDA_PATH")
+    """Explicit path of the CUDA driver library."""
+    target = _env_str("TRITONE_TARGET")
+    """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
+
+
+runtime = RuntimeKnobs()
+compilation = CompilationKnobs()
+language = LanguageKnobs()
+cache = CacheKnobs()
+nvidia = NvidiaKnobs()
