@@ -1,0 +1,214 @@
+"""The catalogue of IR operations: one `OpSpec` per op of docs/IR.md.
+
+The spec records what every pass and the verifier need to know about an op
+without knowing its meaning: how many operands and results it has, which
+attributes it needs and what values they may take, its regions and their
+terminators, and whether it may be removed or merged (its effects).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import Operation
+
+# Effects of an op by itself (nested regions are looked at separately):
+PURE = "pure"  # no effect at all: CSE may merge it, DCE may remove it when unused
+READ = "read"  # reads memory: DCE may remove it when unused, CSE may not merge it
+WRITE = "write"  # writes memory, prints, traps or synchronises: never removed
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """One attribute of an op: the Python kinds its value may have and, when the
+    attribute is an enumeration, the allowed values."""
+
+    kinds: tuple[type, ...]
+    required: bool = True
+    allowed: tuple[Any, ...] | None = None
+
+    def accepts(self, value: Any) -> bool:
+        if self.allowed is not None:
+            return any(value == a and type(value) is type(a) for a in self.allowed)
+        if bool in self.kinds:
+            return isinstance(value, self.kinds)
+        # Python bools are ints; an int attribute given True is a frontend slip.
+        return isinstance(value, self.kinds) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """A region of an op: its role name and the op that must end it."""
+
+    name: str
+    terminator: str
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What the IR knows about an op independently of its semantics.
+
+    `results` is an int (that many results), "operands" (one per operand),
+    "carried" (one per operand after the first three, for `for`) or "any".
+    `max_operands` is None when unbounded.
+    """
+
+    name: str
+    min_operands: int
+    max_operands: int | None
+    results: int | str
+    attrs: dict[str, AttrSpec] = field(default_factory=dict)
+    regions: tuple[RegionSpec, ...] = ()
+    effect: str = PURE
+    terminator: bool = False
+
+    def expected_results(self, num_operands: int) -> int | None:
+        """The number of results an op with `num_operands` operands must have (None: any)."""
+        if isinstance(self.results, int):
+            return self.results
+        if self.results == "operands":
+            return num_operands
+        if self.results == "carried":
+            return max(num_operands - 3, 0)
+        return None
+
+
+_INT = (int,)
+_BOOL = (bool,)
+_STR = (str,)
+_TUPLE = (tuple,)
+_NUMBER = (int, float, bool)
+
+
+def _attr(kinds: tuple[type, ...], allowed: tuple[Any, ...] | None = None, required: bool = True) -> AttrSpec:
+    return AttrSpec(kinds, required, allowed)
+
+
+def _optional(kinds: tuple[type, ...], allowed: tuple[Any, ...] | None = None) -> AttrSpec:
+    return AttrSpec(kinds, False, allowed)
+
+
+_CACHE = _optional(_STR, ("", ".ca", ".cg", ".cv"))
+_EVICT = _optional(_STR, ("", "evict_first", "evict_last", "evict_normal"))
+_SEM = _optional(_STR, ("relaxed", "acquire", "release", "acq_rel"))
+_SCOPE = _optional(_STR, ("gpu", "cta", "sys"))
+_AXIS3 = _attr(_INT, (0, 1, 2))
+
+BINARY_OPS = ("add", "sub", "mul", "div", "div_rn", "floordiv", "mod", "and", "or", "xor", "shl", "ashr",
+              "lshr", "max", "min", "umulhi")
+INT_ONLY_BINARY_OPS = ("floordiv", "and", "or", "xor", "shl", "ashr", "lshr", "umulhi")
+FLOAT_ONLY_BINARY_OPS = ("div", "div_rn")
+FLOAT_MATH_OPS = ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
+CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
+FOR_ATTRS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
+             "disable_licm")
+
+
+def _build_table() -> dict[str, OpSpec]:
+    specs = [
+        # constants, program ids, construction
+        OpSpec("constant", 0, 0, 1, {"value": _attr(_NUMBER)}),
+        OpSpec("program_id", 0, 0, 1, {"axis": _AXIS3}),
+        OpSpec("num_programs", 0, 0, 1, {"axis": _AXIS3}),
+        OpSpec("arange", 0, 0, 1, {"start": _attr(_INT), "end": _attr(_INT)}),
+        OpSpec("splat", 1, 1, 1),
+        OpSpec("broadcast", 1, 1, 1),
+        OpSpec("expand_dims", 1, 1, 1, {"axis": _attr(_INT)}),
+        OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}),
+        OpSpec("permute", 1, 1, 1, {"order": _attr(_TUPLE)}),
+        OpSpec("join", 2, 2, 1),
+        OpSpec("split", 1, 1, 2),
+        OpSpec("cat", 2, 2, 1),
+        OpSpec("gather", 2, 2, 1, {"axis": _attr(_INT)}),
+        OpSpec("histogram", 1, 2, 1, {"num_bins": _attr(_INT)}),
+        # elementwise arithmetic
+        *[OpSpec(name, 2, 2, 1) for name in BINARY_OPS if name not in ("max", "min")],
+        OpSpec("max", 2, 2, 1, {"propagate_nan": _optional(_BOOL)}),
+        OpSpec("min", 2, 2, 1, {"propagate_nan": _optional(_BOOL)}),
+        OpSpec("fma", 3, 3, 1),
+        OpSpec("cmp", 2, 2, 1, {"pred": _attr(_STR, CMP_PREDICATES)}),
+        OpSpec("select", 3, 3, 1),
+        OpSpec("addptr", 2, 2, 1),
+        OpSpec("abs", 1, 1, 1),
+        *[OpSpec(name, 1, 1, 1) for name in FLOAT_MATH_OPS],
+        OpSpec("extern", 0, None, 1, {"name": _attr(_STR)}),
+        OpSpec("hint", 1, 1, 1, {"kind": _attr(_STR, ("multiple_of", "max_contiguous", "max_constancy")),
+                                 "values": _attr(_TUPLE)}),
+        # `assume` has no result, so "pure" would let DCE drop the fact it carries.
+        OpSpec("assume", 1, 1, 0, effect=WRITE),
+        # casts
+        OpSpec("cast", 1, 1, 1, {"rounding": _optional(_STR, ("rtne", "rtz"))}),
+        OpSpec("bitcast", 1, 1, 1),
+        # memory
+        OpSpec("load", 1, 3, 1, {"cache": _CACHE, "evict": _EVICT, "volatile": _optional(_BOOL)}, effect=READ),
+        OpSpec("store", 2, 3, 0, {"cache": _CACHE, "evict": _EVICT}, effect=WRITE),
+        OpSpec("atomic_rmw", 2, 3, 1, {"kind": _attr(_STR, ATOMIC_KINDS), "sem": _SEM, "scope": _SCOPE},
+               effect=WRITE),
+        OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE),
+        # reductions, scans, dots
+        OpSpec("reduce", 1, None, "operands", {"axis": _attr(_INT)}, (RegionSpec("combine", "yield"),)),
+        OpSpec("scan", 1, None, "operands", {"axis": _attr(_INT), "reverse": _attr(_BOOL)},
+               (RegionSpec("combine", "yield"),)),
+        OpSpec("dot", 3, 3, 1, {"input_precision": _attr(_STR, ("tf32", "tf32x3", "ieee")),
+                                "max_num_imprecise_acc": _optional((int, type(None)))}),
+        # control flow
+        OpSpec("for", 3, None, "carried", {name: _optional((int, bool)) for name in FOR_ATTRS},
+               (RegionSpec("body", "yield"),)),
+        OpSpec("while", 0, None, "any", {}, (RegionSpec("before", "condition"), RegionSpec("after", "yield"))),
+        OpSpec("if", 1, 1, "any", {}, (RegionSpec("then", "yield"), RegionSpec("else", "yield"))),
+        OpSpec("yield", 0, None, 0, terminator=True),
+        OpSpec("condition", 1, None, 0, terminator=True),
+        OpSpec("return", 0, None, 0, terminator=True),
+        OpSpec("call", 0, None, "any", {"callee": _attr(_STR)}, effect=WRITE),
+        # debugging
+        OpSpec("print", 0, None, 0, {"prefix": _optional(_STR), "hex": _optional(_BOOL)}, effect=WRITE),
+        OpSpec("assert", 1, 1, 0, {"msg": _optional(_STR)}, effect=WRITE),
+        OpSpec("barrier", 0, 0, 0, effect=WRITE),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+OP_SPECS: dict[str, OpSpec] = _build_table()
+
+# Ops whose regions end with `yield` (the others are `condition` and `return`).
+YIELD_PARENTS = ("for", "if", "while", "reduce", "scan")
+
+
+def op_spec(name: str) -> OpSpec:
+    """The spec of the op called `name`; KeyError naming it when there is none."""
+    try:
+        return OP_SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown IR op {name!r}") from None
+
+
+def has_side_effects(op: Operation) -> bool:
+    """Whether `op`, or any op nested in its regions, writes memory, prints, traps,
+    synchronises or calls; volatile loads count as effects. Unknown ops do."""
+    spec = OP_SPECS.get(op.name)
+    if spec is None or spec.effect == WRITE:
+        return True
+    if op.name == "load" and op.attrs.get("volatile", False):
+        return True
+    return any(has_side_effects(inner) for region in op.regions for inner in region.ops)
+
+
+def is_pure(op: Operation) -> bool:
+    """Whether `op` computes its results from its operands alone: no memory access,
+    no effect anywhere in its regions, and not a terminator. Pure ops may be
+    merged with identical ones and removed when unused."""
+    spec = OP_SPECS.get(op.name)
+    if spec is None or spec.terminator or spec.effect != PURE:
+        return False
+    return not has_side_effects(op)
+
+
+def is_removable_when_unused(op: Operation) -> bool:
+    """Whether deleting `op` when none of its results is used changes nothing
+    observable: pure ops, non-volatile loads, and region ops without effects."""
+    spec = OP_SPECS.get(op.name)
+    if spec is None or spec.terminator:
+        return False
+    return spec.effect in (PURE, READ) and not has_side_effects(op)

@@ -1,0 +1,544 @@
+"""Checks that a module is well-formed IR (docs/IR.md).
+
+`verify(module)` checks every op against its spec (ir/ops.py): operand and
+result counts, attributes, regions and their terminators; SSA dominance
+(an operand must be defined earlier in the same region or in an enclosing
+one; region arguments are visible only inside their region); and the type
+rules of the common ops. The first problem raises `IRVerificationError`
+naming the function, the op (printed) and what is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import TritonError
+from .core import Function, Module, Operation, Region, Value
+from .ops import BINARY_OPS, FLOAT_MATH_OPS, FLOAT_ONLY_BINARY_OPS, INT_ONLY_BINARY_OPS, OP_SPECS, YIELD_PARENTS
+from .printer import print_op
+from .types import block_type, dtype, int1, int32
+
+
+class IRVerificationError(TritonError):
+    """The IR breaks a rule of docs/IR.md; the message names the op and the rule."""
+
+
+class _Failure(Exception):
+    """A rule broken by the op being checked (turned into IRVerificationError with the op's text)."""
+
+
+def _fail(message: str) -> None:
+    raise _Failure(message)
+
+
+def _shape(ty: dtype) -> tuple:
+    return tuple(ty.shape) if ty.is_block() else ()
+
+
+def _shaped(element: dtype, shape: tuple) -> dtype:
+    """`element` in `shape` (the scalar itself for the empty shape)."""
+    return block_type(element, shape) if shape else element
+
+
+def _types(values: list[Value]) -> list[dtype]:
+    return [v.type for v in values]
+
+
+def _fmt(types: list[dtype]) -> str:
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+def _expect_type(what: str, actual: dtype, expected: dtype) -> None:
+    if actual != expected:
+        _fail(f"{what} has type {actual}, expected {expected}")
+
+
+def _expect_types(what: str, actual: list[dtype], expected: list[dtype]) -> None:
+    if actual != expected:
+        _fail(f"{what} {_fmt(actual)} do not match {_fmt(expected)}")
+
+
+def _is_number(ty: dtype) -> bool:
+    return ty.scalar.is_int() or ty.scalar.is_floating()
+
+
+# -- type rules, one per op (or family of ops) ---------------------------------------
+
+def _check_binary(op: Operation) -> None:
+    a, b = _types(op.operands)
+    if a != b:
+        _fail(f"operands have different types {a} and {b}")
+    _expect_type("the result", op.results[0].type, a)
+    scalar = a.scalar
+    if not _is_number(a):
+        _fail(f"operands must be numbers, got {a}")
+    if op.name in INT_ONLY_BINARY_OPS and not scalar.is_int():
+        _fail(f"operands must be integers, got {a}")
+    if op.name in FLOAT_ONLY_BINARY_OPS and not scalar.is_floating():
+        _fail(f"operands must be floats, got {a}")
+    if op.name == "umulhi" and scalar.int_bitwidth not in (32, 64):
+        _fail(f"umulhi needs 32- or 64-bit integers, got {a}")
+
+
+def _check_unary_math(op: Operation) -> None:
+    x = op.operands[0].type
+    _expect_type("the result", op.results[0].type, x)
+    if op.name == "abs":
+        if not _is_number(x):
+            _fail(f"operand must be a number, got {x}")
+    elif not x.scalar.is_floating():
+        _fail(f"operand must be a float, got {x}")
+
+
+def _check_fma(op: Operation) -> None:
+    a, b, c = _types(op.operands)
+    if not a == b == c:
+        _fail(f"operands have different types {a}, {b}, {c}")
+    if not a.scalar.is_floating():
+        _fail(f"operands must be floats, got {a}")
+    _expect_type("the result", op.results[0].type, a)
+
+
+def _check_cmp(op: Operation) -> None:
+    a, b = _types(op.operands)
+    if a != b:
+        _fail(f"operands have different types {a} and {b}")
+    _expect_type("the result", op.results[0].type, _shaped(int1, _shape(a)))
+
+
+def _check_select(op: Operation) -> None:
+    cond, a, b = _types(op.operands)
+    if a != b:
+        _fail(f"the two choices have different types {a} and {b}")
+    _expect_type("the condition", cond, _shaped(int1, _shape(a)))
+    _expect_type("the result", op.results[0].type, a)
+
+
+def _check_addptr(op: Operation) -> None:
+    ptr, offset = _types(op.operands)
+    if not ptr.scalar.is_ptr():
+        _fail(f"the first operand must be a pointer, got {ptr}")
+    if not offset.scalar.is_int() or _shape(offset) != _shape(ptr):
+        _fail(f"the offset must be an integer of the pointer's shape, got {offset} for {ptr}")
+    _expect_type("the result", op.results[0].type, ptr)
+
+
+def _check_constant(op: Operation) -> None:
+    ty = op.results[0].type
+    value = op.attrs["value"]
+    scalar = ty.scalar
+    if scalar.is_floating():
+        if not isinstance(value, float):
+            _fail(f"a {ty} constant needs a float value, got {value!r}")
+        narrow = {"fp16": np.float16, "fp32": np.float32}.get(scalar.name)
+        if narrow is not None and not np.isnan(value) and float(narrow(value)) != value:
+            _fail(f"value {value!r} is not representable in {scalar}")
+    elif scalar.is_int() or scalar.is_ptr():
+        if not isinstance(value, int):
+            _fail(f"a {ty} constant needs an integer value, got {value!r}")
+        low, high = scalar.int_range() if scalar.is_int() else (0, (1 << 64) - 1)
+        if not low <= value <= high:
+            _fail(f"value {value} is out of the range [{low}, {high}] of {scalar}")
+    else:
+        _fail(f"constants of type {ty} do not exist")
+
+
+def _check_i32_result(op: Operation) -> None:
+    _expect_type("the result", op.results[0].type, int32)
+
+
+def _check_arange(op: Operation) -> None:
+    start, end = op.attrs["start"], op.attrs["end"]
+    if end <= start:
+        _fail(f"empty range [{start}, {end})")
+    _expect_type("the result", op.results[0].type, block_type(int32, [end - start]))
+
+
+def _check_splat(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    if x.is_block() or not r.is_block():
+        _fail(f"splat makes a block from a scalar, not {x} -> {r}")
+    _expect_type("the result's element", r.scalar, x)
+
+
+def _check_broadcast(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    if not x.is_block() or not r.is_block() or x.scalar != r.scalar or len(x.shape) != len(r.shape):
+        _fail(f"broadcast needs blocks of one element type and rank, got {x} -> {r}")
+    for src, dst in zip(x.shape, r.shape):
+        if src not in (1, dst):
+            _fail(f"cannot broadcast shape {list(x.shape)} to {list(r.shape)}")
+
+
+def _check_expand_dims(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    axis = op.attrs["axis"]
+    shape = list(_shape(x))
+    if not 0 <= axis <= len(shape):
+        _fail(f"axis {axis} out of range for {x}")
+    _expect_type("the result", r, block_type(x.scalar, shape[:axis] + [1] + shape[axis:]))
+
+
+def _check_reshape(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    if x.scalar != r.scalar or x.numel != r.numel:
+        _fail(f"reshape keeps the element type and the number of elements, got {x} -> {r}")
+
+
+def _check_permute(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    order = op.attrs["order"]
+    shape = _shape(x)
+    if sorted(order) != list(range(len(shape))):
+        _fail(f"order {list(order)} is not a permutation of the {len(shape)} dims of {x}")
+    _expect_type("the result", r, block_type(x.scalar, [shape[i] for i in order]))
+
+
+def _check_join(op: Operation) -> None:
+    a, b = _types(op.operands)
+    if a != b:
+        _fail(f"operands have different types {a} and {b}")
+    _expect_type("the result", op.results[0].type, block_type(a.scalar, _shape(a) + (2,)))
+
+
+def _check_split(op: Operation) -> None:
+    x = op.operands[0].type
+    if not x.is_block() or x.shape[-1] != 2:
+        _fail(f"split needs a block whose last dim is 2, got {x}")
+    half = _shaped(x.scalar, x.shape[:-1])
+    _expect_types("the result types", _types(op.results), [half, half])
+
+
+def _check_cat(op: Operation) -> None:
+    a, b = _types(op.operands)
+    if len(_shape(a)) != 1 or len(_shape(b)) != 1 or a.scalar != b.scalar:
+        _fail(f"cat needs two 1-D blocks of one element type, got {a} and {b}")
+    _expect_type("the result", op.results[0].type, block_type(a.scalar, [a.shape[0] + b.shape[0]]))
+
+
+def _check_gather(op: Operation) -> None:
+    src, index = _types(op.operands)
+    axis = op.attrs["axis"]
+    if not src.is_block() or not index.is_block() or len(src.shape) != len(index.shape):
+        _fail(f"gather needs blocks of equal rank, got {src} and {index}")
+    if not index.scalar.is_int():
+        _fail(f"the index must be integers, got {index}")
+    if not 0 <= axis < len(src.shape):
+        _fail(f"axis {axis} out of range for {src}")
+    _expect_type("the result", op.results[0].type, block_type(src.scalar, index.shape))
+
+
+def _check_histogram(op: Operation) -> None:
+    x = op.operands[0].type
+    if not x.is_block() or not x.scalar.is_int():
+        _fail(f"histogram needs a block of integers, got {x}")
+    if len(op.operands) == 2:
+        _expect_type("the mask", op.operands[1].type, block_type(int1, x.shape))
+    _expect_type("the result", op.results[0].type, block_type(int32, [op.attrs["num_bins"]]))
+
+
+def _check_cast(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    if _shape(x) != _shape(r):
+        _fail(f"casts keep the shape, got {x} -> {r}")
+    if op.name == "bitcast" and x.scalar.primitive_bitwidth != r.scalar.primitive_bitwidth:
+        _fail(f"bitcast needs equal bit widths, got {x} -> {r}")
+
+
+def _check_memory_operands(op: Operation, value_index: int | None) -> dtype:
+    """Checks the pointer, the optional mask and the value operand; returns the
+    type of the values behind the pointer (the pointer's shape)."""
+    ptr = op.operands[0].type
+    if not ptr.scalar.is_ptr():
+        _fail(f"the first operand must be a pointer, got {ptr}")
+    data = _shaped(ptr.scalar.element_ty, _shape(ptr))
+    mask_index = 1 if value_index is None else value_index + 1
+    if value_index is not None:
+        _expect_type("the value", op.operands[value_index].type, data)
+    if len(op.operands) > mask_index:
+        _expect_type("the mask", op.operands[mask_index].type, _shaped(int1, _shape(ptr)))
+    return data
+
+
+def _check_load(op: Operation) -> None:
+    data = _check_memory_operands(op, None)
+    if len(op.operands) == 3:
+        _expect_type("`other`", op.operands[2].type, data)
+    _expect_type("the result", op.results[0].type, data)
+
+
+def _check_store(op: Operation) -> None:
+    _check_memory_operands(op, 1)
+    if op.operands[0].type.scalar.is_const():
+        _fail("cannot store through a const pointer")
+
+
+def _check_atomic_rmw(op: Operation) -> None:
+    data = _check_memory_operands(op, 1)
+    _expect_type("the result", op.results[0].type, data)
+
+
+def _check_atomic_cas(op: Operation) -> None:
+    data = _check_memory_operands(op, None)
+    _expect_type("`cmp`", op.operands[1].type, data)
+    _expect_type("`val`", op.operands[2].type, data)
+    _expect_type("the result", op.results[0].type, data)
+
+
+def _yield_types(region: Region) -> list[dtype]:
+    return _types(region.ops[-1].operands)
+
+
+def _check_combine_region(op: Operation) -> None:
+    elements = [t.scalar for t in _types(op.operands)]
+    region = op.regions[0]
+    _expect_types("the combine region's argument types", _types(region.args), elements + elements)
+    _expect_types("the combine region's yielded types", _yield_types(region), elements)
+
+
+def _check_reduce_scan(op: Operation) -> None:
+    inputs = _types(op.operands)
+    shape = _shape(inputs[0])
+    if not shape or any(_shape(t) != shape for t in inputs):
+        _fail(f"inputs must be blocks of one shape, got {_fmt(inputs)}")
+    axis = op.attrs["axis"]
+    if not 0 <= axis < len(shape):
+        _fail(f"axis {axis} out of range for shape {list(shape)}")
+    if op.name == "reduce":
+        reduced = shape[:axis] + shape[axis + 1:]
+        expected = [_shaped(t.scalar, reduced) for t in inputs]
+    else:
+        expected = inputs
+    _expect_types("the result types", _types(op.results), expected)
+    _check_combine_region(op)
+
+
+def _check_dot(op: Operation) -> None:
+    a, b, acc = _types(op.operands)
+    if not (a.is_block() and b.is_block() and acc.is_block()) or not len(a.shape) == len(b.shape) == len(acc.shape):
+        _fail(f"dot needs blocks of equal rank, got {a}, {b}, {acc}")
+    if len(a.shape) not in (2, 3):
+        _fail(f"dot needs 2-D or 3-D blocks, got {a}")
+    *batch, m, k = a.shape
+    *batch_b, k2, n = b.shape
+    if k != k2 or batch != batch_b or tuple(acc.shape) != (*batch, m, n):
+        _fail(f"shapes do not multiply: {list(a.shape)} x {list(b.shape)} + {list(acc.shape)}")
+    _expect_type("the result", op.results[0].type, acc)
+
+
+def _check_for(op: Operation) -> None:
+    lb, ub, step, *inits = _types(op.operands)
+    if not lb == ub == step or lb.is_block() or not lb.scalar.is_int():
+        _fail(f"bounds and step must be one scalar integer type, got {lb}, {ub}, {step}")
+    body = op.regions[0]
+    _expect_types("the body's argument types", _types(body.args), [lb] + inits)
+    _expect_types("the body's yielded types", _yield_types(body), inits)
+    _expect_types("the result types", _types(op.results), inits)
+
+
+def _check_while(op: Operation) -> None:
+    inits = _types(op.operands)
+    before, after = op.regions
+    _expect_types("the `before` region's argument types", _types(before.args), inits)
+    cond, *passed = _types(before.ops[-1].operands)
+    _expect_type("the condition", cond, int1)
+    _expect_types("the `after` region's argument types", _types(after.args), passed)
+    _expect_types("the result types", _types(op.results), passed)
+    _expect_types("the `after` region's yielded types", _yield_types(after), inits)
+
+
+def _check_if(op: Operation) -> None:
+    _expect_type("the condition", op.operands[0].type, int1)
+    results = _types(op.results)
+    for name, region in zip(("then", "else"), op.regions):
+        if region.args:
+            _fail(f"the `{name}` region must not have arguments")
+        _expect_types(f"the `{name}` region's yielded types", _yield_types(region), results)
+
+
+def _check_hint(op: Operation) -> None:
+    x = op.operands[0].type
+    _expect_type("the result", op.results[0].type, x)
+    values = op.attrs["values"]
+    if x.is_block() and len(values) != len(x.shape):
+        _fail(f"{len(values)} hint values for the {len(x.shape)} dims of {x}")
+
+
+def _check_scalar_condition(op: Operation) -> None:
+    _expect_type("the condition", op.operands[0].type, int1)
+
+
+def _check_assert(op: Operation) -> None:
+    cond = op.operands[0].type
+    if cond.scalar != int1:
+        _fail(f"the condition must be i1, got {cond}")
+
+
+_TYPE_RULES: dict[str, Callable[[Operation], None]] = {
+    **{name: _check_binary for name in BINARY_OPS},
+    **{name: _check_unary_math for name in FLOAT_MATH_OPS + ("abs",)},
+    "fma": _check_fma,
+    "cmp": _check_cmp,
+    "select": _check_select,
+    "addptr": _check_addptr,
+    "constant": _check_constant,
+    "program_id": _check_i32_result,
+    "num_programs": _check_i32_result,
+    "arange": _check_arange,
+    "splat": _check_splat,
+    "broadcast": _check_broadcast,
+    "expand_dims": _check_expand_dims,
+    "reshape": _check_reshape,
+    "permute": _check_permute,
+    "join": _check_join,
+    "split": _check_split,
+    "cat": _check_cat,
+    "gather": _check_gather,
+    "histogram": _check_histogram,
+    "cast": _check_cast,
+    "bitcast": _check_cast,
+    "load": _check_load,
+    "store": _check_store,
+    "atomic_rmw": _check_atomic_rmw,
+    "atomic_cas": _check_atomic_cas,
+    "reduce": _check_reduce_scan,
+    "scan": _check_reduce_scan,
+    "dot": _check_dot,
+    "for": _check_for,
+    "while": _check_while,
+    "if": _check_if,
+    "hint": _check_hint,
+    "assume": _check_scalar_condition,
+    "assert": _check_assert,
+}
+
+
+class _Verifier:
+    def __init__(self, module: Module | None, fn: Function):
+        self.module = module
+        self.fn = fn
+        # Values visible at the current point: defined earlier in this region or
+        # an enclosing one. Values of a region are dropped when it is left.
+        self.visible: set[Value] = set()
+        self.defined: set[Value] = set()
+
+    def error(self, op: Operation | None, message: str) -> IRVerificationError:
+        where = f"in function @{self.fn.name}"
+        if op is None:
+            return IRVerificationError(f"IR verification failed {where}: {message}")
+        text = print_op(op, regions=False)
+        return IRVerificationError(f"IR verification failed {where}: {message}\n  {text}")
+
+    def define(self, value: Value, op: Operation | None, region_values: list[Value]) -> None:
+        if value in self.defined:
+            raise self.error(op, "defines a value that is already defined (an op or region used twice?)")
+        self.defined.add(value)
+        self.visible.add(value)
+        region_values.append(value)
+
+    def function(self) -> None:
+        fn = self.fn
+        if fn.body.parent is not fn:
+            raise self.error(None, "the function body's parent is not the function")
+        ops = fn.body.ops
+        if not ops or ops[-1].name != "return":
+            raise self.error(ops[-1] if ops else None, "the function body must end with `return`")
+        self.region(fn.body, fn, "return")
+
+    def region(self, region: Region, owner: Operation | Function, terminator: str) -> None:
+        region_values: list[Value] = []
+        for arg in region.args:
+            if arg.owner is not region:
+                raise self.error(owner if isinstance(owner, Operation) else None,
+                                 f"region argument {arg.index} does not belong to its region")
+            self.define(arg, None, region_values)
+        for index, op in enumerate(region.ops):
+            if op.parent is not region:
+                raise self.error(op, "the op's parent is not the region that holds it")
+            last = index == len(region.ops) - 1
+            try:
+                self.op(op, region, owner, terminator if last else None)
+            except _Failure as failure:
+                raise self.error(op, str(failure)) from None
+            for result in op.results:
+                self.define(result, op, region_values)
+        if not region.ops or region.ops[-1].name != terminator:
+            anchor = owner if isinstance(owner, Operation) else None
+            raise self.error(anchor, f"a region must end with `{terminator}`")
+        for value in region_values:
+            self.visible.discard(value)
+
+    def op(self, op: Operation, region: Region, owner: Operation | Function, terminator: str | None) -> None:
+        spec = OP_SPECS.get(op.name)
+        if spec is None:
+            _fail(f"unknown op `{op.name}`")
+        for i, value in enumerate(op.operands):
+            if value not in self.visible:
+                _fail(f"operand {i} is not defined before this op in its region or an enclosing one")
+        count = len(op.operands)
+        if count < spec.min_operands or (spec.max_operands is not None and count > spec.max_operands):
+            bound = "" if spec.max_operands is None else f" to {spec.max_operands}"
+            _fail(f"has {count} operands, expected {spec.min_operands}{bound}")
+        expected = spec.expected_results(count)
+        if expected is not None and len(op.results) != expected:
+            _fail(f"has {len(op.results)} results, expected {expected}")
+        for i, result in enumerate(op.results):
+            if result.owner is not op or result.index != i:
+                _fail(f"result {i} does not belong to the op")
+        for key, attr in spec.attrs.items():
+            if key not in op.attrs:
+                if attr.required:
+                    _fail(f"missing attribute `{key}`")
+            elif not attr.accepts(op.attrs[key]):
+                allowed = f" (one of {list(attr.allowed)})" if attr.allowed is not None else ""
+                _fail(f"attribute `{key}` has a bad value {op.attrs[key]!r}{allowed}")
+        if spec.terminator:
+            self.check_terminator(op, owner, region, terminator)
+        if len(op.regions) != len(spec.regions):
+            _fail(f"has {len(op.regions)} regions, expected {len(spec.regions)}")
+        for inner, inner_spec in zip(op.regions, spec.regions):
+            if inner.parent is not op:
+                _fail(f"the `{inner_spec.name}` region's parent is not the op")
+            self.region(inner, op, inner_spec.terminator)
+        rule = _TYPE_RULES.get(op.name)
+        if rule is not None:
+            rule(op)
+        if op.name == "call":
+            self.check_call(op)
+
+    def check_terminator(self, op: Operation, owner: Operation | Function, region: Region,
+                         terminator: str | None) -> None:
+        if terminator != op.name:
+            _fail(f"`{op.name}` must be the last op of a region that it terminates")
+        if op.name == "return":
+            _expect_types("the returned types", _types(op.operands), list(self.fn.result_types))
+        elif op.name == "condition":
+            if not (isinstance(owner, Operation) and owner.name == "while" and owner.regions[0] is region):
+                _fail("`condition` ends only the `before` region of a `while`")
+        elif not (isinstance(owner, Operation) and owner.name in YIELD_PARENTS):
+            _fail("`yield` must end a region of for / if / while / reduce / scan")
+
+    def check_call(self, op: Operation) -> None:
+        name = op.attrs["callee"]
+        callee = self.module.functions.get(name) if self.module is not None else None
+        if callee is None:
+            _fail(f"calls @{name}, which the module does not define")
+        _expect_types("the argument types", _types(op.operands), callee.arg_types)
+        _expect_types("the result types", _types(op.results), list(callee.result_types))
+
+
+def verify_function(fn: Function, module: Module | None = None) -> None:
+    """Checks one function (calls are checked against `module`'s functions)."""
+    _Verifier(module, fn).function()
+
+
+def verify(module: Module) -> None:
+    """Checks every function of `module`; raises IRVerificationError at the first problem."""
+    if module.entry not in module.functions:
+        raise IRVerificationError(f"IR verification failed: the entry function @{module.entry} is not defined")
+    for name, fn in module.functions.items():
+        if fn.name != name:
+            raise IRVerificationError(f"IR verification failed: function @{fn.name} is registered as @{name}")
+        verify_function(fn, module)
