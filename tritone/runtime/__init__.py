@@ -1,1 +1,17 @@
+"""Launching kernels: `@jit` and `JITFunction` (jit.py), argument typing and the
+binder (specialize.py), `kernel[grid](...)` (launch.py), the CPU interpreter
+path (interpreter_launch.py)."""
 
+from ..errors import InterpreterError, OutOfResources
+from .jit import JITFunction, KernelInterface, MockTensor, TensorWrapper, jit, reinterpret
+
+__all__ = [
+    "InterpreterError",
+    "JITFunction",
+    "KernelInterface",
+    "MockTensor",
+    "OutOfResources",
+    "TensorWrapper",
+    "jit",
+    "reinterpret",
+]

@@ -106,8 +106,66 @@ class KernelInterface(Generic[T]):
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
 
     def warmup(self, *args, grid, **kwargs):
-        """Compile for these arguments without running the kernel."""
-        return self.run(*args, grid=grid, warmup=True, **kwargs)
+        """Compile for these arguments without running the kernel; a torch dtype
+        may stand for a tensor of that dtype."""
+        return self.run(*map(MockTensor.wrap_dtype, args), grid=grid, warmup=True, **kwargs)
+
+
+class MockTensor:
+    """Stands for a tensor of `dtype` when only its type matters (`warmup`)."""
+
+    def __init__(self, dtype, shape=None):
+        self.dtype = dtype
+        self.shape = [1] if shape is None else shape
+
+    @staticmethod
+    def wrap_dtype(arg):
+        """A torch dtype becomes a MockTensor of that dtype; other values pass through."""
+        if type(arg).__name__ == "dtype" and type(arg).__module__ == "torch":
+            return MockTensor(arg)
+        return arg
+
+    @staticmethod
+    def data_ptr() -> int:
+        return 0
+
+
+class TensorWrapper:
+    """A tensor whose memory a kernel sees with another element type (`reinterpret`)."""
+
+    def __init__(self, base, dtype):
+        self.base = base
+        self.dtype = dtype
+        self.data = base.data
+        self.shape = base.shape
+        self.device = base.device
+
+    def data_ptr(self) -> int:
+        return self.base.data_ptr()
+
+    def stride(self, *args):
+        return self.base.stride(*args)
+
+    def numel(self) -> int:
+        return self.base.numel()
+
+    def element_size(self) -> int:
+        return self.base.element_size()
+
+    def __str__(self) -> str:
+        return f"TensorWrapper[{self.dtype}]({self.base})"
+
+
+def reinterpret(tensor, dtype):
+    """View `tensor`'s memory as elements of `dtype` (a tl dtype such as
+    `tl.float8e4nv`) when passed to a kernel."""
+    if isinstance(tensor, TensorWrapper):
+        if dtype == tensor.base.dtype:
+            return tensor.base
+        return TensorWrapper(tensor.base, dtype)
+    if hasattr(tensor, "data_ptr"):
+        return TensorWrapper(tensor, dtype)
+    raise TypeError(f"cannot reinterpret a {type(tensor).__name__}")
 
 
 def _resolve_indices(spec: Iterable[int | str] | None, arg_names: list[str], fn_name: str, what: str) -> frozenset[int]:
@@ -309,6 +367,40 @@ def _global_references(src: str, parameters: set[str]) -> list[str]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in assigned:
             found[node.id] = None
     return list(found)
+
+
+class ConstexprFunction:
+    """A plain Python function callable from kernels on constexpr arguments,
+    giving a constexpr (`@triton.constexpr_function`), and from host code as is.
+
+    It is a builtin for the frontend: called with `_semantic=`, its constexpr
+    arguments are unwrapped and the result wrapped back into a constexpr."""
+
+    __triton_builtin__ = True
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, _semantic=None, **kwargs):
+        from ..language.core import _unwrap_if_constexpr, constexpr
+
+        args = [_unwrap_if_constexpr(arg) for arg in args]
+        kwargs = {key: _unwrap_if_constexpr(value) for key, value in kwargs.items()}
+        result = self.fn(*args, **kwargs)
+        return result if _semantic is None else constexpr(result)
+
+    def __repr__(self) -> str:
+        return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
+
+
+def constexpr_function(fn: Callable) -> ConstexprFunction:
+    """Make `fn` callable inside kernels on constexpr values (result: a constexpr)."""
+    return ConstexprFunction(fn)
 
 
 @overload

@@ -1,0 +1,59 @@
+"""tritone: Triton's programming model (block-level GPU kernels written in
+Python with `@jit` and `tritone.language`) on a toolchain made of Python, ctypes
+and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
+
+    import tritone as triton
+    import tritone.language as tl
+"""
+
+# The version Triton-aware code (TorchInductor) parses as the Triton API level
+# tritone implements; tritone's own release is `__tritone_version__`.
+__version__ = "3.6.0"
+__tritone_version__ = "0.1.0"
+
+from . import knobs, language
+from .compiler import compile
+from .errors import CompilationError, InterpreterError, OutOfResources, TritonError
+from .runtime.jit import (
+    JITFunction,
+    KernelInterface,
+    MockTensor,
+    TensorWrapper,
+    constexpr_function,
+    jit,
+    reinterpret,
+)
+
+
+@constexpr_function
+def cdiv(x: int, y: int) -> int:
+    """Ceiling of x / y for integers."""
+    return (x + y - 1) // y
+
+
+@constexpr_function
+def next_power_of_2(n: int) -> int:
+    """The smallest power of 2 greater than or equal to n (1 for n <= 1)."""
+    if n <= 1:
+        return 1
+    return 1 << (int(n) - 1).bit_length()
+
+
+__all__ = [
+    "CompilationError",
+    "InterpreterError",
+    "JITFunction",
+    "KernelInterface",
+    "MockTensor",
+    "OutOfResources",
+    "TensorWrapper",
+    "TritonError",
+    "cdiv",
+    "compile",
+    "constexpr_function",
+    "jit",
+    "knobs",
+    "language",
+    "next_power_of_2",
+    "reinterpret",
+]
