@@ -215,9 +215,16 @@ class _Parser:
 
     # -- values ---------------------------------------------------------------
     def value_name(self) -> tuple[str, int]:
+        """The name after `%`, and the position of the `%`."""
         self.expect("%")
-        pos = self.pos
+        pos = self.pos - 1
         return self.match(_VALUE_NAME, "a value name"), pos
+
+    def block_end(self) -> bool:
+        """Whether the `}` closing a body comes next (and skip it)."""
+        if self.at_end():
+            raise self.error("unexpected end of text: a `}` is missing")
+        return self.accept("}")
 
     def define(self, name: str, value: Value, pos: int) -> None:
         if name in self.values:
@@ -258,7 +265,7 @@ class _Parser:
         region = Region(types)
         for (name, pos), arg in zip(names, region.args):
             self.define(name, arg, pos)
-        while not self.accept("}"):
+        while not self.block_end():
             region.append(self.op())
         return region
 
@@ -320,7 +327,7 @@ class _Parser:
         for (arg_name, pos), arg in zip(names, fn.args):
             self.define(arg_name, arg, pos)
         self.expect("{")
-        while not self.accept("}"):
+        while not self.block_end():
             fn.body.append(self.op())
         return fn
 
@@ -342,7 +349,7 @@ class _Parser:
         attrs = self.attr_dict() if self.accept("attributes") else {}
         module = Module(entry, attrs)
         self.expect("{")
-        while not self.accept("}"):
+        while not self.block_end():
             self.add_function(module)
         if not self.at_end():
             raise self.error("text after the end of the module")

@@ -247,36 +247,34 @@ def _check_cast(op: Operation) -> None:
         _fail(f"bitcast needs equal bit widths, got {x} -> {r}")
 
 
-def _check_memory_operands(op: Operation, value_index: int | None) -> dtype:
-    """Checks the pointer, the optional mask and the value operand; returns the
-    type of the values behind the pointer (the pointer's shape)."""
+def _check_memory_operands(op: Operation, mask_index: int | None) -> dtype:
+    """Checks the pointer and the optional mask (operand `mask_index`); returns
+    the type of the values behind the pointer (in the pointer's shape)."""
     ptr = op.operands[0].type
     if not ptr.scalar.is_ptr():
         _fail(f"the first operand must be a pointer, got {ptr}")
-    data = _shaped(ptr.scalar.element_ty, _shape(ptr))
-    mask_index = 1 if value_index is None else value_index + 1
-    if value_index is not None:
-        _expect_type("the value", op.operands[value_index].type, data)
-    if len(op.operands) > mask_index:
+    if mask_index is not None and len(op.operands) > mask_index:
         _expect_type("the mask", op.operands[mask_index].type, _shaped(int1, _shape(ptr)))
-    return data
+    return _shaped(ptr.scalar.element_ty, _shape(ptr))
 
 
 def _check_load(op: Operation) -> None:
-    data = _check_memory_operands(op, None)
+    data = _check_memory_operands(op, 1)
     if len(op.operands) == 3:
         _expect_type("`other`", op.operands[2].type, data)
     _expect_type("the result", op.results[0].type, data)
 
 
 def _check_store(op: Operation) -> None:
-    _check_memory_operands(op, 1)
+    data = _check_memory_operands(op, 2)
+    _expect_type("the value", op.operands[1].type, data)
     if op.operands[0].type.scalar.is_const():
         _fail("cannot store through a const pointer")
 
 
 def _check_atomic_rmw(op: Operation) -> None:
-    data = _check_memory_operands(op, 1)
+    data = _check_memory_operands(op, 2)
+    _expect_type("the value", op.operands[1].type, data)
     _expect_type("the result", op.results[0].type, data)
 
 
@@ -479,8 +477,13 @@ class _Verifier:
                 _fail(f"operand {i} is not defined before this op in its region or an enclosing one")
         count = len(op.operands)
         if count < spec.min_operands or (spec.max_operands is not None and count > spec.max_operands):
-            bound = "" if spec.max_operands is None else f" to {spec.max_operands}"
-            _fail(f"has {count} operands, expected {spec.min_operands}{bound}")
+            if spec.max_operands == spec.min_operands:
+                expected_text = str(spec.min_operands)
+            elif spec.max_operands is None:
+                expected_text = f"at least {spec.min_operands}"
+            else:
+                expected_text = f"{spec.min_operands} to {spec.max_operands}"
+            _fail(f"has {count} operands, expected {expected_text}")
         expected = spec.expected_results(count)
         if expected is not None and len(op.results) != expected:
             _fail(f"has {len(op.results)} results, expected {expected}")
@@ -510,8 +513,10 @@ class _Verifier:
 
     def check_terminator(self, op: Operation, owner: Operation | Function, region: Region,
                          terminator: str | None) -> None:
+        if terminator is None:
+            _fail(f"`{op.name}` must be the last op of its region")
         if terminator != op.name:
-            _fail(f"`{op.name}` must be the last op of a region that it terminates")
+            _fail(f"`{op.name}` cannot end this region, which must end with `{terminator}`")
         if op.name == "return":
             _expect_types("the returned types", _types(op.operands), list(self.fn.result_types))
         elif op.name == "condition":
