@@ -421,6 +421,7 @@ class _Verifier:
         # an enclosing one. Values of a region are dropped when it is left.
         self.visible: set[Value] = set()
         self.defined: set[Value] = set()
+        self.seen_ops: set[Operation] = set()
 
     def error(self, op: Operation | None, message: str) -> IRVerificationError:
         where = f"in function @{self.fn.name}"
@@ -455,6 +456,9 @@ class _Verifier:
         for index, op in enumerate(region.ops):
             if op.parent is not region:
                 raise self.error(op, "the op's parent is not the region that holds it")
+            if op in self.seen_ops:
+                raise self.error(op, "the op appears twice in the IR")
+            self.seen_ops.add(op)
             last = index == len(region.ops) - 1
             try:
                 self.op(op, region, owner, terminator if last else None)
