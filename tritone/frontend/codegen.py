@@ -1,0 +1,643 @@
+"""The frontend: walks the Python AST of a `@jit` function and emits IR (docs/IR.md).
+
+`ast_to_ir` compiles a kernel for one specialisation (argument types and
+constexpr values) into an `ir.Module`: the kernel function plus one function
+per specialisation of every `@jit` function it calls. Typing rules live in
+`tritone.language.semantic.Semantic`; this package owns scoping, control
+flow, constexpr evaluation, calls and the errors (TRITON_SEMANTICS 10).
+
+The work is split by concept: this module holds the per-module state, the
+visitor's core (locations, errors, names, assignments, expressions);
+`control_flow.py` the statements that open regions and `return`;
+`calls.py` calls of every kind.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import operator
+from typing import Any
+
+from ..errors import CompilationError, UnsupportedLanguageConstruct
+from ..ir.core import Builder, Function, Location, Module
+from ..ir.types import dtype, parse_type
+from ..language.core import constexpr, tensor
+from ..language.core import tuple as tl_tuple
+from .calls import CallsMixin
+from .control_flow import ControlFlowMixin
+from .scope import GlobalScope
+from .values import (
+    Slot,
+    TensorSlot,
+    TupleSlot,
+    has_tensor,
+    leaves,
+    rebuild,
+    slot_of,
+    slot_types,
+    to_python,
+    unwrap,
+    wrap,
+)
+
+_BINARY_METHODS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift", ast.BitOr: "or",
+    ast.BitXor: "xor", ast.BitAnd: "and",
+}
+_PYTHON_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
+    "rshift": operator.rshift, "or": operator.or_, "xor": operator.xor, "and": operator.and_,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+    "ne": operator.ne,
+}
+_COMPARE_METHODS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+# `a < t` with a tensor only on the right is `t > a`.
+_REFLECTED_COMPARE = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+_UNARY_METHODS = {ast.USub: "__neg__", ast.UAdd: "__pos__", ast.Invert: "__invert__"}
+_PYTHON_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert}
+
+# IR attribute values must print and parse back (docs/IR.md).
+_ATTR_SCALARS = (bool, int, float, str, type(None))
+
+
+def language_attr(name: str) -> Any:
+    """`tritone.language.<name>` (or `tritone.language.core.<name>`), None when
+    the language does not define it."""
+    import tritone.language as tl
+    from tritone.language import core as tl_core
+
+    value = getattr(tl, name, None)
+    if value is None:
+        value = getattr(tl_core, name, None)
+    return value
+
+
+def _is_attr_value(value: Any) -> bool:
+    if isinstance(value, _ATTR_SCALARS) or isinstance(value, dtype):
+        return True
+    return isinstance(value, tuple) and all(_is_attr_value(v) for v in value)
+
+
+class ModuleContext:
+    """What the functions of one module share while they are generated: the
+    module, the builder and Semantic, the options, and the specialisations of
+    `@jit` callees already emitted."""
+
+    def __init__(self, module: Module, builder: Builder, semantic: Any, options: dict[str, Any]):
+        self.module = module
+        self.builder = builder
+        self.semantic = semantic
+        self.options = options
+        self.debug = bool(options.get("debug", False))
+        self.allow_non_constexpr_globals = bool(options.get("allow_non_constexpr_globals", False))
+        self._function_defs: dict[int, ast.FunctionDef] = {}
+        # (id of the JITFunction, argument slots) -> (function name, result slot)
+        self._specialisations: dict[tuple, tuple[str, Slot]] = {}
+        self._in_progress: set[tuple] = set()
+        self._keep_alive: list[Any] = []
+
+    def function_def(self, jit_fn: Any) -> ast.FunctionDef:
+        """The parsed `def` of a `@jit` function (parsed once per module)."""
+        key = id(jit_fn)
+        node = self._function_defs.get(key)
+        if node is None:
+            tree = ast.parse(jit_fn.src)
+            node = tree.body[0]
+            if not isinstance(node, ast.FunctionDef):
+                raise TypeError(f"{jit_fn.__name__}: the source of a @jit function must start with `def`")
+            self._function_defs[key] = node
+            self._keep_alive.append(jit_fn)
+        return node
+
+    # -- @jit callees ----------------------------------------------------------
+    def call_jit(self, jit_fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Emit a `call` of `jit_fn` specialised for these arguments at the
+        builder's insertion point and return its result as a kernel value.
+
+        Tensors (also inside tuples) become arguments of the callee; every
+        other value (Python numbers, constexprs, None, dtypes, functions) is
+        baked into the callee as a constexpr."""
+        try:
+            bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{jit_fn.__name__}(): {error}") from None
+        bound.apply_defaults()
+        constexpr_params = {p.name for p in jit_fn.params if p.is_constexpr}
+        values = []
+        for name in jit_fn.arg_names:
+            value = _as_argument(bound.arguments[name])
+            if name in constexpr_params and has_tensor(value):
+                raise TypeError(f"{jit_fn.__name__}(): parameter {name} is a constexpr but was given a tensor")
+            values.append(value)
+        slots = tuple(slot_of(v) for v in values)
+        key = (id(jit_fn), slots)
+        if key in self._in_progress:
+            raise RecursionError(f"recursive calls of @jit function {jit_fn.__name__} are not supported")
+        spec = self._specialisations.get(key)
+        if spec is None:
+            spec = self._specialise(jit_fn, slots)
+            self._specialisations[key] = spec
+            self._keep_alive.append(jit_fn)
+        name, result_slot = spec
+        handles = [leaf.handle for value in values for leaf in leaves(value)]
+        op = self.builder.create("call", handles, slot_types(result_slot), {"callee": name})
+        return rebuild(result_slot, op.results)
+
+    def call_jit_for_region(self, fn: Any, args: list[tensor]) -> list[tensor]:
+        """`Semantic.call_jit_function`: call a combine function (a `@jit`
+        function or a builtin) on scalar tensors at the builder's insertion
+        point (inside the region the language is building); its results as a
+        flat list of tensors."""
+        from tritone.language.core import is_builtin
+
+        if is_builtin(fn):
+            value = fn(*args, _semantic=self.semantic)
+            if isinstance(value, (tuple, list)):
+                value = tl_tuple(list(value))
+        else:
+            value = self.call_jit(fn, list(args), {})
+        return leaves(value)
+
+    def _specialise(self, jit_fn: Any, slots: tuple) -> tuple[str, Slot]:
+        arg_types: list[dtype] = []
+        arg_names: list[str] = []
+        for name, slot in zip(jit_fn.arg_names, slots):
+            types = slot_types(slot)
+            arg_types.extend(types)
+            arg_names.extend([name] if isinstance(slot, TensorSlot) else [f"{name}_{i}" for i in range(len(types))])
+        name = self._mangle(jit_fn, slots, arg_types)
+        loc = Location(jit_fn.file_name, jit_fn.starting_line_number, 0, jit_fn.__name__)
+        function = Function(name, arg_types, arg_names, attrs={"noinline": bool(jit_fn.noinline)}, loc=loc)
+        self.module.add(function)
+        scope: dict[str, Any] = {}
+        offset = 0
+        for param, slot in zip(jit_fn.arg_names, slots):
+            count = len(slot_types(slot))
+            scope[param] = rebuild(slot, function.args[offset:offset + count])
+            offset += count
+        key = (id(jit_fn), slots)
+        point, loc = self.builder.insertion_point(), self.builder.loc
+        self._in_progress.add(key)
+        try:
+            result = FunctionCodegen(self, jit_fn, function, scope, is_kernel=False).generate()
+        finally:
+            self._in_progress.discard(key)
+            self.builder.restore_insertion_point(point)
+            self.builder.loc = loc
+        function.result_types = slot_types(result)
+        return name, result
+
+    def _mangle(self, jit_fn: Any, slots: tuple, arg_types: list[dtype]) -> str:
+        text = f"{jit_fn.__module__}.{jit_fn.__qualname__}|" + "|".join(_slot_text(s) for s in slots)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        types = "_".join(t.mangle() for t in arg_types)
+        base = f"{jit_fn.__name__}__{types}__{digest}" if types else f"{jit_fn.__name__}__{digest}"
+        name, n = base, 1
+        while name in self.module.functions:
+            name, n = f"{base}_{n}", n + 1
+        return name
+
+
+def _as_argument(value: Any) -> Any:
+    """A call argument as the callee receives it: tensors stay, tuples are
+    converted element by element, everything else becomes a constexpr."""
+    if isinstance(value, tensor):
+        return value
+    if isinstance(value, tl_tuple):
+        return tl_tuple([_as_argument(v) for v in value.values])
+    if isinstance(value, constexpr):
+        return value
+    return constexpr(value)
+
+
+def _slot_text(slot: Slot) -> str:
+    if isinstance(slot, TensorSlot):
+        return str(slot.type)
+    if isinstance(slot, TupleSlot):
+        return "(" + ",".join(_slot_text(s) for s in slot.items) + ")"
+    return slot.key
+
+
+class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
+    """Generates the body of one IR function from one `@jit` function.
+
+    `scope` maps parameter names to their values (tensors for IR arguments,
+    constexprs for specialised values). Statements of the body are visited in
+    order; each expression visit returns a kernel value: a `tensor`, a
+    `constexpr`, a `tl.tuple` or a compile-time Python object.
+    """
+
+    def __init__(self, ctx: ModuleContext, jit_fn: Any, function: Function, scope: dict[str, Any],
+                 is_kernel: bool):
+        self.ctx = ctx
+        self.jit_fn = jit_fn
+        self.function = function
+        self.scope = dict(scope)
+        self.is_kernel = is_kernel
+        self.builder = ctx.builder
+        self.semantic = ctx.semantic
+        self.src = jit_fn.src
+        self.file_name = jit_fn.file_name
+        self.fn_name = jit_fn.__name__
+        self.line_offset = jit_fn.starting_line_number - 1
+        self.globals = GlobalScope(jit_fn.fn, jit_fn.__globals__, ctx.allow_non_constexpr_globals)
+        self.loop_depth = 0
+
+    def generate(self) -> Slot:
+        """Emit the function body, ending with `return`; the slot of the
+        returned value (a ConstSlot of None when it returns nothing)."""
+        fdef = self.ctx.function_def(self.jit_fn)
+        self.builder.set_insertion_point_to_end(self.function.body)
+        self.builder.loc = self.location(fdef)
+        returned = self.visit_block(fdef.body)
+        value = returned.value if returned is not None else None
+        if returned is not None:
+            self.builder.loc = self.location(returned.node)
+        self.builder.create("return", [leaf.handle for leaf in leaves(value)])
+        return slot_of(value)
+
+    # -- locations and errors --------------------------------------------------
+    def location(self, node: ast.AST) -> Location:
+        return Location(self.file_name, node.lineno + self.line_offset, node.col_offset, self.fn_name)
+
+    def error(self, node: ast.AST, message: str | None, cls: type = CompilationError) -> CompilationError:
+        return cls(self.src, node, message, filename=self.file_name, function=self.fn_name,
+                   line_offset=self.line_offset)
+
+    def unsupported(self, node: ast.AST, message: str) -> CompilationError:
+        return self.error(node, message, UnsupportedLanguageConstruct)
+
+    def visit(self, node: ast.AST | None) -> Any:
+        """Visit `node` with the builder's location set to it; any exception
+        other than a CompilationError becomes one pointing at the innermost
+        node being compiled, with the original as `__cause__`."""
+        if node is None:
+            return None
+        saved = self.builder.loc
+        if hasattr(node, "lineno"):
+            self.builder.loc = self.location(node)
+        try:
+            return super().visit(node)
+        except CompilationError:
+            raise
+        except Exception as error:  # noqa: BLE001 - every user-facing failure becomes a CompilationError
+            raise self.error(node, str(error) or type(error).__name__) from error
+        finally:
+            self.builder.loc = saved
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        raise self.unsupported(node, f"unsupported AST node type: {type(node).__name__}")
+
+    # -- statements --------------------------------------------------------------
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.visit(node.value)
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.unsupported(node, "simultaneous multiple assignment is not supported.")
+        self._check_target(node.targets[0])
+        value = self.assigned_value(self.visit(node.value))
+        self.assign(node.targets[0], value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_target(node.target)
+        annotation = unwrap(self.visit(node.annotation))
+        if node.value is None:
+            return
+        if annotation is constexpr:
+            if not isinstance(node.target, ast.Name):
+                raise self.unsupported(node.target, "only names can be annotated as constexpr")
+            name = node.target.id
+            if name in self.scope:
+                raise self.error(node, f"{name} is already defined. constexpr cannot be reassigned.")
+            value = self.visit(node.value)
+            if has_tensor(value):
+                raise self.error(node.value, f"{name} is annotated constexpr but its value is only known at run time")
+            self.scope[name] = value if isinstance(value, (constexpr, tl_tuple)) else constexpr(value)
+            return
+        self.assign(node.target, self.assigned_value(self.visit(node.value)))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target)
+        lhs = self.visit_Name(node.target)
+        rhs = self.visit(node.value)
+        method = _BINARY_METHODS.get(type(node.op))
+        if method is None:
+            raise self.unsupported(node, f"AST binary operator '{type(node.op).__name__}' is not supported")
+        self.assign(node.target, self.assigned_value(self.binary(method, lhs, rhs)))
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        test = self.visit(node.test)
+        message = unwrap(self.visit(node.msg)) if node.msg is not None else ""
+        if not self.ctx.debug:
+            return
+        device_assert = language_attr("device_assert")
+        if device_assert is None:
+            raise self.error(node, "tl.device_assert is not available")
+        device_assert(test, message, _semantic=self.semantic)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        raise self.unsupported(node, "`global` statements are not supported in kernels")
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        raise self.unsupported(node, "`nonlocal` statements are not supported in kernels")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        raise self.unsupported(node, "nested function definition is not supported.")
+
+    def _check_target(self, target: ast.expr) -> None:
+        """Reject assignment targets kernels cannot have, before evaluating anything."""
+        if isinstance(target, ast.Subscript):
+            raise self.unsupported(target, "__setitem__ is not supported in triton")
+        if isinstance(target, ast.Attribute):
+            raise self.unsupported(target, "Attribute assignment is not supported in triton")
+        if isinstance(target, ast.Starred):
+            raise self.unsupported(target, "starred assignment is not supported in triton")
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._check_target(element)
+        elif not isinstance(target, ast.Name):
+            raise self.unsupported(target, f"cannot assign to {type(target).__name__}")
+
+    def assigned_value(self, value: Any) -> Any:
+        """What a variable holds after `name = value` (TRITON_SEMANTICS 1.5):
+        Python numbers become 0-d tensors (also inside tuples); tensors,
+        dtypes, None and other compile-time objects stay as they are."""
+        if isinstance(value, tl_tuple):
+            return tl_tuple([self.assigned_value(v) for v in value.values])
+        raw = unwrap(value)
+        if isinstance(raw, (bool, int, float)):
+            return self.semantic.to_tensor(raw)
+        return value
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scope[target.id] = value
+            return
+        assert isinstance(target, (ast.Tuple, ast.List))
+        if isinstance(value, tl_tuple):
+            items = value.values
+        elif isinstance(unwrap(value), (tuple, list)):
+            items = [wrap(v) for v in unwrap(value)]
+        else:
+            raise self.error(target, f"cannot unpack a non-tuple value ({type(unwrap(value)).__name__})")
+        if len(items) != len(target.elts):
+            raise self.error(target, f"cannot unpack {len(items)} values into {len(target.elts)} names")
+        for element, item in zip(target.elts, items):
+            self.assign(element, item)
+
+    # -- expressions ---------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id in self.scope:
+            return self.scope[node.id]
+        return self.globals.lookup(node.id)
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        return constexpr(node.value)
+
+    def visit_Tuple(self, node: ast.Tuple) -> tl_tuple:
+        return tl_tuple(self._elements(node.elts))
+
+    def visit_List(self, node: ast.List) -> tl_tuple:
+        return tl_tuple(self._elements(node.elts))
+
+    def _elements(self, nodes: list[ast.expr]) -> list[Any]:
+        values: list[Any] = []
+        for element in nodes:
+            if isinstance(element, ast.Starred):
+                values.extend(self.expand_starred(element))
+            else:
+                values.append(self.visit(element))
+        return values
+
+    def expand_starred(self, node: ast.Starred) -> list[Any]:
+        value = self.visit(node.value)
+        if isinstance(value, tl_tuple):
+            return list(value.values)
+        raw = unwrap(value)
+        if isinstance(raw, (tuple, list)):
+            return [wrap(v) for v in raw]
+        raise self.error(node, f"cannot unpack a value of type {type(raw).__name__} with *")
+
+    def visit_ListComp(self, node: ast.ListComp) -> tl_tuple:
+        if len(node.generators) != 1:
+            raise self.unsupported(node, "nested comprehensions are not supported")
+        generator = node.generators[0]
+        if generator.ifs or generator.is_async or not isinstance(generator.target, ast.Name):
+            raise self.unsupported(node, "only `[expr for name in tuple]` comprehensions are supported")
+        iterable = self.visit(generator.iter)
+        if isinstance(iterable, tl_tuple):
+            items = list(iterable.values)
+        elif not has_tensor(iterable) and hasattr(unwrap(iterable), "__iter__"):
+            items = [wrap(v) for v in unwrap(iterable)]
+        else:
+            raise self.unsupported(generator.iter, "only tuple comprehensions are supported")
+        name = generator.target.id
+        absent = object()
+        saved = self.scope.get(name, absent)
+        results = []
+        try:
+            for item in items:
+                self.scope[name] = item
+                results.append(self.visit(node.elt))
+        finally:
+            if saved is absent:
+                self.scope.pop(name, None)
+            else:
+                self.scope[name] = saved
+        return tl_tuple(results)
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if not isinstance(node.ctx, ast.Load):
+            raise self.unsupported(node, "Attribute assignment is not supported in triton")
+        base = self.visit(node.value)
+        return self.attribute(base, node.attr)
+
+    def attribute(self, base: Any, attr: str) -> Any:
+        from .calls import BoundJitMethod
+        from .scope import is_jit_function
+
+        if isinstance(base, tensor) and attr == "T":
+            permute = language_attr("permute")
+            return permute(base, (1, 0), _semantic=self.semantic)
+        if isinstance(base, constexpr) and attr not in ("value", "type"):
+            base = base.value
+        value = getattr(base, attr)
+        if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
+            return BoundJitMethod(base, value)
+        if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(type(value), "_fields")):
+            return wrap(value)
+        return value
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        if not isinstance(node.ctx, ast.Load):
+            raise self.unsupported(node, "__setitem__ is not supported in triton")
+        base = self.visit(node.value)
+        index = self.visit(node.slice)
+        if isinstance(base, tensor):
+            return base.__getitem__(index, _semantic=self.semantic)
+        if has_tensor(index):
+            raise self.error(node.slice, "tuples can only be indexed by compile-time constants")
+        if isinstance(base, tl_tuple):
+            return base[unwrap(index)]
+        return wrap(to_python(base)[to_python(index)])
+
+    def visit_Slice(self, node: ast.Slice) -> slice:
+        return slice(unwrap(self.visit(node.lower)), unwrap(self.visit(node.upper)), unwrap(self.visit(node.step)))
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        method = _BINARY_METHODS.get(type(node.op))
+        if method is None:
+            raise self.unsupported(node, f"AST binary operator '{type(node.op).__name__}' is not supported")
+        return self.binary(method, self.visit(node.left), self.visit(node.right))
+
+    def binary(self, method: str, lhs: Any, rhs: Any) -> Any:
+        """`lhs <method> rhs`: the tensor's operator builtin when either side is a
+        tensor, else Python's operator at compile time."""
+        if isinstance(lhs, tensor):
+            return getattr(lhs, f"__{method}__")(rhs, _semantic=self.semantic)
+        if isinstance(rhs, tensor):
+            reflected = _REFLECTED_COMPARE.get(method)
+            name = f"__{reflected}__" if reflected else f"__r{method}__"
+            return getattr(rhs, name)(lhs, _semantic=self.semantic)
+        python_op = _PYTHON_BINARY[method]
+        if isinstance(lhs, tl_tuple) or isinstance(rhs, tl_tuple):
+            return wrap(python_op(lhs, rhs))
+        return wrap(python_op(unwrap(lhs), unwrap(rhs)))
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise self.unsupported(node, "simultaneous multiple comparison is not supported")
+        op = type(node.ops[0])
+        lhs = self.visit(node.left)
+        rhs = self.visit(node.comparators[0])
+        if op is ast.Is:
+            return constexpr(unwrap(lhs) is unwrap(rhs))
+        if op is ast.IsNot:
+            return constexpr(unwrap(lhs) is not unwrap(rhs))
+        if op in (ast.In, ast.NotIn):
+            if has_tensor(lhs) or has_tensor(rhs):
+                raise self.unsupported(node, "`in` only works on compile-time values")
+            found = to_python(lhs) in to_python(rhs)
+            return constexpr(found if op is ast.In else not found)
+        return self.binary(_COMPARE_METHODS[op], lhs, rhs)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            if isinstance(operand, tensor):
+                return self.language_call("logical_not", operand)
+            return constexpr(not unwrap(operand))
+        method = _UNARY_METHODS[type(node.op)]
+        if isinstance(operand, tensor):
+            return getattr(operand, method)(_semantic=self.semantic)
+        return wrap(_PYTHON_UNARY[method](unwrap(operand)))
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        pending: list[Any] = []
+        value = None
+        for operand in node.values:
+            value = self.visit(operand)
+            if isinstance(value, tensor):
+                pending.append(value)
+                continue
+            # A compile-time operand decides the result or drops out.
+            if bool(unwrap(value)) is not is_and:
+                return value
+        if not pending:
+            return value
+        result = pending[0]
+        for other in pending[1:]:
+            result = self.language_call("logical_and" if is_and else "logical_or", result, other)
+        return result
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> constexpr:
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+                continue
+            assert isinstance(part, ast.FormattedValue)
+            value = self.visit(part.value)
+            if has_tensor(value):
+                raise self.unsupported(
+                    node, "Cannot evaluate f-string containing non-constexpr conversion values, found conversion "
+                          f"of type {type(value).__name__}")
+            raw = to_python(value)
+            if part.conversion == ord("r"):
+                raw = repr(raw)
+            elif part.conversion == ord("s"):
+                raw = str(raw)
+            elif part.conversion == ord("a"):
+                raw = ascii(raw)
+            spec = unwrap(self.visit(part.format_spec)) if part.format_spec is not None else ""
+            parts.append(format(raw, spec))
+        return constexpr("".join(parts))
+
+    def visit_Starred(self, node: ast.Starred) -> Any:
+        raise self.unsupported(node, "`*` unpacking is only supported in calls and tuples")
+
+    def language_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the language builtin `name` (docs/FRONTEND.md) with `_semantic=`."""
+        fn = language_attr(name)
+        if fn is None:
+            raise NotImplementedError(f"tritone.language does not define {name}")
+        return fn(*args, _semantic=self.semantic, **kwargs)
+
+
+def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], options: dict[str, Any]) -> Module:
+    """Compile the `@jit` function `fn` for one specialisation into an IR module.
+
+    `signature` maps each run-time parameter to its IR type (a dtype, or its
+    text form such as `"*fp32"`), `constexprs` maps the other parameters to
+    their Python values; `options` holds `num_warps`, `num_stages`,
+    `num_ctas`, `debug`, `allow_non_constexpr_globals`... The module's entry
+    function is named `fn.__name__`, takes one argument per signature entry
+    in parameter order, has attrs {"kernel": True} and ends with `return()`;
+    the module's attrs carry the options. Raises CompilationError (or a
+    subclass) naming the user's source line for every problem in the kernel.
+    """
+    from tritone.language.semantic import Semantic
+
+    options = dict(options)
+    unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
+    if unknown:
+        raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r}")
+    scope: dict[str, Any] = {}
+    arg_names: list[str] = []
+    arg_types: list[dtype] = []
+    for name in fn.arg_names:
+        if name in constexprs:
+            if name in signature:
+                raise TypeError(f"kernel {fn.__name__}: parameter {name} is both typed and a constexpr")
+            scope[name] = wrap(constexprs[name])
+        elif name in signature:
+            ty = signature[name]
+            arg_names.append(name)
+            arg_types.append(parse_type(ty) if isinstance(ty, str) else ty)
+        else:
+            raise TypeError(f"kernel {fn.__name__}: parameter {name} has neither a type nor a constexpr value")
+
+    module = Module(entry=fn.__name__, attrs={k: v for k, v in options.items() if _is_attr_value(v)})
+    builder = Builder()
+    semantic = Semantic(builder, options)
+    ctx = ModuleContext(module, builder, semantic, options)
+    semantic.call_jit_function = ctx.call_jit_for_region
+    loc = Location(fn.file_name, fn.starting_line_number, 0, fn.__name__)
+    function = module.add(Function(fn.__name__, arg_types, arg_names, attrs={"kernel": True}, loc=loc))
+    offset = 0
+    for name in fn.arg_names:
+        if name not in scope:
+            scope[name] = tensor(function.args[offset], arg_types[offset])
+            offset += 1
+    FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
+    return module
+

@@ -1,0 +1,210 @@
+"""What the codegen knows about the values a kernel variable can hold.
+
+At compile time a variable holds a `tensor` (an IR value), a `constexpr` or
+another compile-time Python object (a dtype, a module, a function...), or a
+`tl.tuple` of those. Control flow and calls need to move such values across
+region boundaries: they are split into their tensor leaves (which become IR
+values: `if`/`for` results, call arguments) and a `Slot` structure that
+remembers the types of the leaves and the compile-time parts, so that the
+value can be rebuilt on the other side. Two values can be merged (if
+branches, loop iterations, return paths) exactly when their slots are equal.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from ..ir.core import Value
+from ..ir.types import block_type, dtype, pointer_type
+from ..language.core import constexpr, tensor
+from ..language.core import tuple as tl_tuple
+
+
+@dataclass(frozen=True)
+class TensorSlot:
+    """A tensor leaf of IR type `type`."""
+
+    type: dtype
+
+
+@dataclass(frozen=True)
+class ConstSlot:
+    """A compile-time leaf; two are equal when their values have the same key."""
+
+    key: str
+    value: Any = field(compare=False)
+
+
+@dataclass(frozen=True)
+class TupleSlot:
+    """A `tl.tuple` of slots."""
+
+    items: tuple
+
+
+Slot = TensorSlot | ConstSlot | TupleSlot
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, tensor)
+
+
+def unwrap(value: Any) -> Any:
+    """The Python value behind a constexpr (other values unchanged)."""
+    return value.value if isinstance(value, constexpr) else value
+
+
+def wrap(value: Any) -> Any:
+    """Give a compile-time Python result the form kernel code sees: tensors and
+    tl.tuples stay, Python tuples/lists become tl.tuples, the rest constexprs."""
+    if isinstance(value, (tensor, constexpr, tl_tuple)):
+        return value
+    if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
+        return tl_tuple([wrap(v) for v in value])
+    return constexpr(value)
+
+
+def to_python(value: Any) -> Any:
+    """A compile-time value as plain Python (constexprs unwrapped, tl.tuples as tuples)."""
+    if isinstance(value, tl_tuple):
+        return tuple(to_python(v) for v in value.values)
+    return unwrap(value)
+
+
+def has_tensor(value: Any) -> bool:
+    """Whether `value` is or contains a tensor (a run-time value)."""
+    if isinstance(value, tensor):
+        return True
+    if isinstance(value, tl_tuple):
+        return any(has_tensor(v) for v in value.values)
+    return False
+
+
+def slot_of(value: Any) -> Slot:
+    if isinstance(value, tensor):
+        return TensorSlot(value.type)
+    if isinstance(value, tl_tuple):
+        return TupleSlot(tuple(slot_of(v) for v in value.values))
+    return ConstSlot(constexpr_key(unwrap(value)), value)
+
+
+def leaves(value: Any) -> list[tensor]:
+    """The tensors inside `value`, in order."""
+    if isinstance(value, tensor):
+        return [value]
+    if isinstance(value, tl_tuple):
+        return [leaf for v in value.values for leaf in leaves(v)]
+    return []
+
+
+def slot_types(slot: Slot) -> list[dtype]:
+    """The IR types of the tensor leaves of a slot, in order."""
+    if isinstance(slot, TensorSlot):
+        return [slot.type]
+    if isinstance(slot, TupleSlot):
+        return [t for item in slot.items for t in slot_types(item)]
+    return []
+
+
+def rebuild(slot: Slot, handles: Sequence[Value]) -> Any:
+    """The value of shape `slot` whose tensor leaves are `handles` (in order)."""
+    it = iter(handles)
+    value = _rebuild(slot, it)
+    if next(it, None) is not None:
+        raise ValueError("more IR values than the slot has tensor leaves")
+    return value
+
+
+def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
+    if isinstance(slot, TensorSlot):
+        return tensor(next(it), slot.type)
+    if isinstance(slot, TupleSlot):
+        return tl_tuple([_rebuild(item, it) for item in slot.items])
+    return slot.value
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two kernel values are the same value (same IR values, same
+    compile-time objects): used to find which names a region reassigned."""
+    if a is b:
+        return True
+    if isinstance(a, tensor) and isinstance(b, tensor):
+        return a.handle is b.handle and a.type == b.type
+    if isinstance(a, tl_tuple) and isinstance(b, tl_tuple):
+        return len(a.values) == len(b.values) and all(same_value(x, y) for x, y in zip(a.values, b.values))
+    return False
+
+
+def constexpr_key(value: Any) -> str:
+    """A stable text key of a compile-time value, for naming specialisations and
+    comparing compile-time leaves (type included: `True` is not `1`)."""
+    if isinstance(value, constexpr):
+        value = value.value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, dtype):
+        return f"dtype:{value}"
+    if isinstance(value, tl_tuple):
+        value = tuple(value.values)
+    if isinstance(value, (tuple, list)):
+        inner = ",".join(constexpr_key(v) for v in value)
+        return f"{type(value).__name__}:({inner})"
+    if isinstance(value, pytypes.ModuleType):
+        return f"module:{value.__name__}"
+    qualname = getattr(value, "__qualname__", None)
+    module = getattr(value, "__module__", None)
+    if qualname is not None and module is not None:
+        return f"{type(value).__name__}:{module}.{qualname}"
+    return f"{type(value).__name__}:{value!r}"
+
+
+def _is_namedtuple_instance(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def is_namedtuple_type(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
+
+
+# Triton's spellings of types in error messages (`int32`, `<['128'], fp32>`),
+# so messages read as users of Triton know them.
+_UPSTREAM_SCALAR_NAMES = {
+    "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+}
+
+
+def describe_type(ty: Any) -> str:
+    """A type as Triton prints it in its error messages."""
+    if isinstance(ty, block_type):
+        dims = ", ".join(f"'{s}'" for s in ty.shape)
+        return f"<[{dims}], {describe_type(ty.element_ty)}>"
+    if isinstance(ty, pointer_type):
+        return f"pointer<{describe_type(ty.element_ty)}>"
+    if isinstance(ty, dtype):
+        return _UPSTREAM_SCALAR_NAMES.get(ty.name, ty.name)
+    return str(ty)
+
+
+def describe_value(value: Any) -> str:
+    """A kernel value as Triton prints it in its error messages (`int32[]`, `fp32[128]`)."""
+    if isinstance(value, tensor):
+        dims = ", ".join(str(s) for s in value.type.shape)
+        return f"{describe_type(value.type.scalar)}[{dims}]"
+    if isinstance(value, tl_tuple):
+        return "(" + ", ".join(describe_value(v) for v in value.values) + ")"
+    if isinstance(value, constexpr):
+        return f"constexpr[{value.value!r}]"
+    return repr(value)
+
+
+def describe_slot(slot: Slot) -> str:
+    if isinstance(slot, TensorSlot):
+        return describe_type(slot.type)
+    if isinstance(slot, TupleSlot):
+        return "(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
+    if slot.value is None:
+        return "void"
+    return f"constexpr[{unwrap(slot.value)!r}]"
