@@ -31,6 +31,7 @@ _CANONICAL_TYPE_NAMES = {
     "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
 }
+_CANONICAL_TYPE_NAMES.update({name: name for name in list(_CANONICAL_TYPE_NAMES.values())})
 _SIGNATURE_TYPE_NAMES = frozenset(_CANONICAL_TYPE_NAMES.values())
 
 
@@ -43,6 +44,9 @@ def normalize_annotation(annotation: Any) -> str:
         return ""
     if isinstance(annotation, str):
         text = annotation.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            # `x: "i32"` under `from __future__ import annotations` reads '"i32"'.
+            text = text[1:-1].strip()
         for prefix in ("triton.language.core.", "triton.language.", "tritone.language.core.",
                        "tritone.language.", "tl.core.", "tl."):
             if text.startswith(prefix):
@@ -251,7 +255,7 @@ class JITFunction(KernelInterface[T]):
         for num, (name, parameter) in enumerate(self.signature.parameters.items()):
             if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 raise TypeError(f"kernel {self.__name__}: parameter *{name} is not supported in @jit functions")
-            annotation = normalize_annotation(parameter.annotation)
+            annotation = self._annotation_text(parameter.annotation)
             is_constexpr = "constexpr" in annotation
             params.append(KernelParam(
                 num=num, name=name, annotation=annotation, is_constexpr=is_constexpr,
@@ -268,6 +272,17 @@ class JITFunction(KernelInterface[T]):
         # (name, id(globals dict)) -> (value, globals dict) of the constexpr globals the kernel reads.
         self.used_global_vals: dict[tuple[str, int], tuple[Any, dict]] = {}
         self._binder = None
+
+    def _annotation_text(self, annotation: Any) -> str:
+        text = normalize_annotation(annotation)
+        if isinstance(annotation, str) and "(" in text:
+            # An expression kept as text by `from __future__ import annotations`,
+            # such as "tl.pointer_type(tl.float16)": evaluate it where the kernel lives.
+            try:
+                return normalize_annotation(eval(annotation, self.__globals__))
+            except Exception:
+                return text
+        return text
 
     # -- identity ------------------------------------------------------------
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
 from .specialize import CONSTEXPR, DIVISIBLE, UnknownKeywordError, make_binder
 
@@ -59,7 +61,9 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple):
     for param, (type_name, attribute) in zip(fn.params, specialization):
         if type_name == CONSTEXPR:
             value = bound[param.name]
-            constexprs[param.name] = value.value if isinstance(value, constexpr) else value
+            if isinstance(value, constexpr):
+                value = value.value
+            constexprs[param.name] = value.item() if isinstance(value, np.generic) else value
         elif attribute == DIVISIBLE:
             attrs[(param.num,)] = [["tt.divisibility", 16]]
         signature[param.name] = type_name

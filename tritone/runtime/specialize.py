@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
 from .jit import _CANONICAL_TYPE_NAMES
 
 if TYPE_CHECKING:
@@ -120,22 +122,15 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         return "fp32", None
     if isinstance(value, (JITFunction, constexpr)):
         return CONSTEXPR, constexpr_key(value.value if isinstance(value, constexpr) else value)
+    if isinstance(value, np.generic):
+        # A numpy scalar (np.int32(3), np.bool_(True)) is the Python value it holds.
+        return specialize_value(value.item(), is_const, specialize, align)
     if is_pointer_like(value):
         type_name = ("*k" if is_const else "*") + element_type_name(value.dtype)
         if not specialize:
             return type_name, None
         return type_name, DIVISIBLE if align and data_address(value) % 16 == 0 else ""
-    numpy_scalar = _numpy_scalar(value)
-    if numpy_scalar is not None:
-        return specialize_value(numpy_scalar, is_const, specialize, align)
     raise TypeError(f"failed to specialize argument of type {type(value).__qualname__}")
-
-
-def _numpy_scalar(value: Any) -> bool | int | float | None:
-    """A numpy scalar (np.int32(3), np.bool_(True)) as the Python value it holds."""
-    if type(value).__module__ != "numpy" or not hasattr(value, "item") or getattr(value, "shape", None) != ():
-        return None
-    return value.item()
 
 
 def specialize_annotated(value: Any, annotation_type: str, specialize: bool, align: bool) -> tuple[str, Any]:

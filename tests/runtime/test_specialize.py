@@ -1,0 +1,167 @@
+"""Argument typing (Triton's specialization table) and the generated binder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tritone.language.core import constexpr
+from tritone.runtime.specialize import constexpr_key, make_binder, specialize_value
+
+
+@triton.jit
+def _device_fn(x):
+    return x
+
+
+# (value, do_not_specialize, do_not_specialize_on_alignment) -> (type, attribute); read from
+# upstream Triton 3.6's native_specialize_impl.
+INT_TABLE = [
+    (0, False, False, ("i32", "D")),
+    (16, False, False, ("i32", "D")),
+    (-16, False, False, ("i32", "D")),
+    (17, False, False, ("i32", "")),
+    (2**31 - 1, False, False, ("i32", "")),
+    (-(2**31), False, False, ("i32", "D")),
+    (2**31, False, False, ("i64", "D")),
+    (2**32, False, False, ("i64", "D")),
+    (-(2**31) - 1, False, False, ("i64", "")),
+    (2**63 - 1, False, False, ("i64", "")),
+    (-(2**63), False, False, ("i64", "D")),
+    (2**63, False, False, ("u64", "D")),
+    (2**64 - 1, False, False, ("u64", "")),
+    (16, True, False, ("i32", None)),
+    (16, False, True, ("i32", "")),
+    (2**40, True, False, ("i64", None)),
+]
+
+
+@pytest.mark.parametrize("value, no_spec, no_align, expected", INT_TABLE)
+def test_int_rows(value, no_spec, no_align, expected):
+    assert specialize_value(value, False, not no_spec, not no_align) == expected
+
+
+def test_one_is_a_constexpr_unless_not_specialised():
+    assert specialize_value(1) == ("constexpr", constexpr_key(1))
+    assert specialize_value(1, specialize=False) == ("i32", None)
+    assert specialize_value(1, align=False) == ("constexpr", constexpr_key(1))
+
+
+def test_none_bool_float():
+    assert specialize_value(None) == ("constexpr", constexpr_key(None))
+    for value in (True, False):
+        assert specialize_value(value) == ("u1", None)
+        assert specialize_value(value, specialize=False) == ("u1", None)
+    for value in (1.0, 1.5, -0.0, float("inf")):
+        assert specialize_value(value) == ("fp32", None)
+    assert specialize_value(np.float64(2.5)) == ("fp32", None)
+
+
+def test_numpy_scalars_are_their_python_values():
+    assert specialize_value(np.int32(32)) == ("i32", "D")
+    assert specialize_value(np.int64(2**40 + 3)) == ("i64", "")
+    assert specialize_value(np.bool_(True)) == ("u1", None)
+    assert specialize_value(np.float32(0.5)) == ("fp32", None)
+
+
+def test_constexpr_key_separates_equal_values_of_different_types():
+    assert constexpr_key(1) != constexpr_key(True) != constexpr_key(1.0)
+    assert constexpr_key([1, 2]) == constexpr_key([1, 2])
+
+
+@pytest.mark.parametrize("dtype, name", [
+    (torch.float32, "fp32"), (torch.float16, "fp16"), (torch.bfloat16, "bf16"), (torch.float64, "fp64"),
+    (torch.int8, "i8"), (torch.int16, "i16"), (torch.int32, "i32"), (torch.int64, "i64"),
+    (torch.uint8, "u8"), (torch.uint32, "u32"), (torch.bool, "u1"),
+    (torch.float8_e4m3fn, "fp8e4nv"), (torch.float8_e5m2, "fp8e5"),
+])
+def test_torch_tensor_is_a_pointer_to_its_dtype(dtype, name):
+    tensor = torch.zeros(64, dtype=dtype)
+    aligned = tensor.data_ptr() % 16 == 0
+    assert specialize_value(tensor) == ("*" + name, "D" if aligned else "")
+    assert specialize_value(tensor, is_const=True)[0] == "*k" + name
+    assert specialize_value(tensor, specialize=False) == ("*" + name, None)
+    assert specialize_value(tensor, align=False) == ("*" + name, "")
+
+
+def test_pointer_alignment_follows_the_address():
+    base = torch.zeros(64, dtype=torch.float16)
+    assert base.data_ptr() % 16 == 0
+    assert specialize_value(base[1:]) == ("*fp16", "")
+    assert specialize_value(base[8:]) == ("*fp16", "D")
+
+
+@pytest.mark.parametrize("dtype, name", [
+    (np.float32, "fp32"), (np.float16, "fp16"), (np.float64, "fp64"), (np.int8, "i8"), (np.int32, "i32"),
+    (np.int64, "i64"), (np.uint8, "u8"), (np.uint16, "u16"), (np.uint64, "u64"), (np.bool_, "u1"),
+])
+def test_numpy_array_is_a_pointer_to_its_dtype(dtype, name):
+    array = np.zeros(64, dtype=dtype)
+    aligned = array.ctypes.data % 16 == 0
+    assert specialize_value(array) == ("*" + name, "D" if aligned else "")
+
+
+def test_jit_functions_and_constexprs_are_constexprs():
+    assert specialize_value(_device_fn) == ("constexpr", ("jit", _device_fn.cache_key))
+    assert specialize_value(constexpr(4)) == ("constexpr", constexpr_key(4))
+    assert specialize_value(constexpr(tl.float16)) == ("constexpr", constexpr_key(tl.float16))
+
+
+def test_reinterpret_and_mock_tensor():
+    storage = torch.zeros(32, dtype=torch.int8)
+    assert specialize_value(triton.reinterpret(storage, tl.float8e4nv))[0] == "*fp8e4nv"
+    assert triton.reinterpret(triton.reinterpret(storage, tl.float8e4nv), torch.int8) is storage
+    assert specialize_value(triton.MockTensor(torch.float16)) == ("*fp16", "D")
+
+
+def test_values_that_cannot_be_arguments():
+    with pytest.raises(TypeError, match="str"):
+        specialize_value("text")
+    with pytest.raises(TypeError, match="complex"):
+        specialize_value(torch.zeros(2, dtype=torch.complex64))
+    with pytest.raises(OverflowError):
+        specialize_value(2**64)
+    with pytest.raises(OverflowError):
+        specialize_value(-(2**63) - 1)
+
+
+@triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=[1])
+def _binder_kernel(x_ptr, y_ptr, n, m, scale: tl.float32, count: "i64", BLOCK: tl.constexpr, flag=True, eps=1e-5):
+    pass
+
+
+def test_binder_binds_positional_keyword_and_defaults():
+    binder = make_binder(_binder_kernel)
+    x = torch.zeros(16)
+    y = torch.zeros(16)
+    bound, specialization, options = binder(x, y, 16, 1, 2.0, 32, 128, eps=0.5, num_warps=8)
+    assert list(bound) == ["x_ptr", "y_ptr", "n", "m", "scale", "count", "BLOCK", "flag", "eps"]
+    assert bound["flag"] is True and bound["eps"] == 0.5 and bound["BLOCK"] == 128
+    assert options == {"num_warps": 8}
+    assert specialization == (
+        ("*fp32", "D"),                      # x_ptr
+        ("*fp32", ""),                       # y_ptr: do_not_specialize_on_alignment
+        ("i32", None),                       # n: do_not_specialize
+        ("constexpr", constexpr_key(1)),     # m == 1
+        ("fp32", None),                      # annotated float: never specialised
+        ("i64", "D"),                        # annotated i64: the annotation is the type
+        ("constexpr", constexpr_key(128)),   # tl.constexpr parameter
+        ("u1", None),                        # default True
+        ("fp32", None),                      # eps
+    )
+
+
+def test_binder_errors_name_the_kernel_and_parameter():
+    binder = make_binder(_binder_kernel)
+    x = torch.zeros(4)
+    with pytest.raises(TypeError, match=r"_binder_kernel\(\) missing 1 required positional argument: 'BLOCK'"):
+        binder(x, x, 1, 2, 1.0, 3)
+    with pytest.raises(TypeError, match=r"_binder_kernel\(\) takes .* positional arguments"):
+        binder(x, x, 1, 2, 1.0, 3, 4, True, 1.0, "extra")
+    with pytest.raises(TypeError, match=r"_binder_kernel\(\) got multiple values for argument 'n'"):
+        binder(x, x, 1, 2, 1.0, 3, 4, n=5)
+    with pytest.raises(TypeError, match=r"kernel _binder_kernel, argument 'm'"):
+        binder(x, x, 1, "two", 1.0, 3, 4)
