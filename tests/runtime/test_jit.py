@@ -83,8 +83,8 @@ def test_attributes(tmp_path):
 
 def test_annotation_spellings():
     @triton.jit
-    def spelled(a: tl.float16, b: "fp32", c: bool, d: int, e: "const *fp32", f: tl.pointer_type(tl.int8, const=True),
-                g: "tl.constexpr", h: float):
+    def spelled(a: tl.float16, b: "fp32", c: bool, d: int, e: "const *fp32",  # noqa: F821 (Triton type strings)
+                f: tl.pointer_type(tl.int8, const=True), g: "tl.constexpr", h: float):
         pass
 
     assert [p.annotation for p in spelled.params] == ["fp16", "fp32", "u1", "i32", "*kfp32", "*ki8", "constexpr",

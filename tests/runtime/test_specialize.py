@@ -129,7 +129,8 @@ def test_values_that_cannot_be_arguments():
 
 
 @triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=[1])
-def _binder_kernel(x_ptr, y_ptr, n, m, scale: tl.float32, count: "i64", BLOCK: tl.constexpr, flag=True, eps=1e-5):
+def _binder_kernel(x_ptr, y_ptr, n, m, scale: tl.float32, count: "i64",  # noqa: F821 (a Triton type string)
+                   BLOCK: tl.constexpr, flag=True, eps=1e-5):
     pass
 
 
