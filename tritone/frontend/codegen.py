@@ -147,20 +147,18 @@ class ModuleContext:
         op = self.builder.create("call", handles, slot_types(result_slot), {"callee": name})
         return rebuild(result_slot, op.results)
 
-    def call_jit_for_region(self, fn: Any, args: list[tensor]) -> list[tensor]:
-        """`Semantic.call_jit_function`: call a combine function (a `@jit`
-        function or a builtin) on scalar tensors at the builder's insertion
-        point (inside the region the language is building); its results as a
-        flat list of tensors."""
+    def call_jit_for_region(self, fn: Any, args: list[Any]) -> Any:
+        """`Semantic.call_jit_function`: call `fn` (a `@jit` function, or a
+        builtin) on kernel values at the builder's insertion point, e.g. inside
+        the combine region the language is building or for a tensor method
+        written with `@jit`; the callee's return value (a tensor, a tl.tuple,
+        or None)."""
         from tritone.language.core import is_builtin
 
         if is_builtin(fn):
             value = fn(*args, _semantic=self.semantic)
-            if isinstance(value, (tuple, list)):
-                value = tl_tuple(list(value))
-        else:
-            value = self.call_jit(fn, list(args), {})
-        return leaves(value)
+            return tl_tuple(list(value)) if isinstance(value, (tuple, list)) else value
+        return self.call_jit(fn, list(args), {})
 
     def _specialise(self, jit_fn: Any, slots: tuple) -> tuple[str, Slot]:
         arg_types: list[dtype] = []

@@ -56,6 +56,15 @@ def _contains_return(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
+def _arg_names(names: list[str], values: list[Any]) -> list[str]:
+    """Name hints of the region arguments carrying `names` (tuples: `name_0`, ...)."""
+    hints = []
+    for name, value in zip(names, values):
+        count = len(leaves(value))
+        hints.extend([name] if isinstance(value, tensor) else [f"{name}_{i}" for i in range(count)])
+    return hints
+
+
 def _range_args(arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False, disable_licm=False):
     return dict(locals())
@@ -344,7 +353,7 @@ class ControlFlowMixin:
         initial = [live[name] for name in names]
         carried_types = [t for value in initial for t in slot_types(slot_of(value))]
 
-        body = Region([iv_type] + carried_types, [target] + [None] * len(carried_types))
+        body = Region([iv_type] + carried_types, [target] + _arg_names(names, initial))
         self.scope = dict(live)
         self._bind(self.scope, names, initial, body.args[1:])
         with self._inside(body):
@@ -376,7 +385,7 @@ class ControlFlowMixin:
         initial = [live[name] for name in names]
         carried_types = [t for value in initial for t in slot_types(slot_of(value))]
 
-        before = Region(carried_types)
+        before = Region(carried_types, _arg_names(names, initial))
         self.scope = dict(live)
         self._bind(self.scope, names, initial, before.args)
         with self._inside(before):
@@ -392,7 +401,7 @@ class ControlFlowMixin:
             cond = self.semantic.to_cond(cond)
             self.builder.create("condition", [cond.handle] + list(before.args))
 
-        after = Region(carried_types)
+        after = Region(carried_types, _arg_names(names, initial))
         self.scope = dict(live)
         self._bind(self.scope, names, initial, after.args)
         with self._inside(after), self._in_loop():
