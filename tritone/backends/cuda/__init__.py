@@ -1,0 +1,1 @@
+"""The CUDA backend: IR with layouts -> CUDA C++ text for NVRTC."""
