@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import itertools
-import textwrap
+import sys
 
 import pytest
 
 import tritone as triton
 import tritone.language as tl
+from tests.runtime._modules import load_module
 from tritone.runtime.jit import JITFunction, KernelParam
-
-_module_counter = itertools.count()
-
-
-def load_module(tmp_path, source: str):
-    """Import `source` from a fresh file (jit reads kernels' source from files)."""
-    name = f"_jit_test_module_{next(_module_counter)}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 KERNELS = """
 import tritone as triton
@@ -154,8 +139,6 @@ def test_cache_key_follows_attribute_access(tmp_path):
         def kernel(x):
             y = lib.twice(x)
     """
-    import sys
-
     sys.modules[library.__name__] = library
     try:
         kernel = load_module(tmp_path, user.format(lib=library.__name__)).kernel
