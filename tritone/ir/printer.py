@@ -105,14 +105,15 @@ def format_attr_value(value: Any) -> str:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
+    # int()/float() first: numpy scalars subclassing them print differently.
     if isinstance(value, int):
-        return str(value)
+        return str(int(value))
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        return repr(value)
+        return repr(float(value))
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, dtype):

@@ -133,7 +133,9 @@ def _check_constant(op: Operation) -> None:
         if not isinstance(value, float):
             _fail(f"a {ty} constant needs a float value, got {value!r}")
         narrow = {"fp16": np.float16, "fp32": np.float32}.get(scalar.name)
-        if narrow is not None and not np.isnan(value) and float(narrow(value)) != value:
+        with np.errstate(over="ignore"):
+            rounded = float(narrow(value)) if narrow is not None else value
+        if not np.isnan(value) and rounded != value:
             _fail(f"value {value!r} is not representable in {scalar}")
     elif scalar.is_int() or scalar.is_ptr():
         if not isinstance(value, int):
