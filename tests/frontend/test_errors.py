@@ -289,7 +289,7 @@ CASES = [
     Case(redefines_constexpr, 2, 4, "C is already defined. constexpr cannot be reassigned.", CompilationError,
          {"X": "*fp32"}),
     Case(uses_undefined_name, 1, 16, "not_defined_anywhere is not defined", CompilationError, {"X": "*fp32"}),
-    Case(float_loop_bound, 1, 13, "For loop bounds and step must all be ints, are (int32, fp32, int32)",
+    Case(float_loop_bound, 1, 14, "For loop bounds and step must all be ints, are (int32, fp32, int32)",
          CompilationError, {"X": "*fp32"}),
 ]
 
