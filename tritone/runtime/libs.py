@@ -50,7 +50,8 @@ DRIVER_OVERRIDE = "TRITONE_LIBCUDA_PATH"
 _DRIVER_BRANCH = {11: "R450", 12: "R525", 13: "R580"}
 
 _WINDOWS_NVRTC = re.compile(r"^nvrtc64_(\d+)_0\.dll$", re.IGNORECASE)
-_LINUX_NVRTC = re.compile(r"^libnvrtc\.so((?:\.\d+)*)$")
+# Older torch wheels bundle a renamed copy: libnvrtc-<8 hex digits>.so.11.2.
+_LINUX_NVRTC = re.compile(r"^libnvrtc(?:-[0-9a-f]{8})?\.so((?:\.\d+)*)$")
 _LINUX_BUILTINS = re.compile(r"^libnvrtc-builtins\.so((?:\.\d+)*)$")
 _CUDA_PATH_VERSIONED = re.compile(r"^CUDA_PATH_V(\d+)_(\d+)$", re.IGNORECASE)
 _TOOLKIT_VERSION_FOLDER = re.compile(r"^(?:v|cuda-)(\d+)\.(\d+)$", re.IGNORECASE)
@@ -216,6 +217,16 @@ class _Searcher:
         self.places.append(f"{source}: {path}")
         self.candidates.append(Candidate(path, source))
 
+    def package(self, source: str, sites: Sequence[str], package: Sequence[str], subfolder: Sequence[str]) -> None:
+        """An installed Python package's library folder, in every site-packages
+        folder that has the package; one line for all when none has it."""
+        path = self.platform.path
+        installed = [site for site in sites if self.platform.is_dir(path.join(site, *package))]
+        for site in installed:
+            self.folder(source, path.join(site, *package, *subfolder))
+        if not installed:
+            self.places.append(f"{source}: not installed in {', '.join(sites) or 'any site-packages folder'}")
+
     def toolkit(self, source: str, root: str) -> None:
         """A CUDA toolkit root: Windows `bin` (CUDA 13 also `bin\\x64`), Linux `lib64`, `lib`."""
         subfolders = (("bin",), ("bin", "x64")) if self.platform.is_windows else (("lib64",), ("lib",))
@@ -242,7 +253,6 @@ def nvrtc_search(platform: Platform, override: str | None = None) -> Search:
     """Every NVRTC candidate on `platform`, in tritone's order (see the module's
     docstring), without loading any. `override` is TRITONE_NVRTC_PATH's value."""
     searcher = _Searcher(platform)
-    path = platform.path
     windows = platform.is_windows
     if override:
         if platform.is_file(override):
@@ -261,16 +271,10 @@ def nvrtc_search(platform: Platform, override: str | None = None) -> Search:
         searcher.places.append("libraries this process has loaded: none is NVRTC")
 
     sites = site_packages_dirs(platform)
-    for site in sites:
-        searcher.folder(f"pip {PIP_NVRTC_12}", path.join(site, "nvidia", "cuda_nvrtc", "bin" if windows else "lib"))
-    for site in sites:
-        cu13 = ("bin", "x86_64") if windows else ("lib",)
-        searcher.folder(f"pip {PIP_NVRTC_13} (CUDA 13)", path.join(site, "nvidia", "cu13", *cu13))
-    torch_sites = [site for site in sites if platform.is_dir(path.join(site, "torch"))]
-    for site in torch_sites:
-        searcher.folder("torch/lib", path.join(site, "torch", "lib"))
-    if not torch_sites:
-        searcher.places.append("torch/lib: torch is not installed")
+    searcher.package(f"pip {PIP_NVRTC_12}", sites, ("nvidia", "cuda_nvrtc"), ("bin",) if windows else ("lib",))
+    searcher.package(f"pip {PIP_NVRTC_13} (CUDA 13)", sites, ("nvidia", "cu13"),
+                     ("bin", "x86_64") if windows else ("lib",))
+    searcher.package("torch/lib", sites, ("torch",), ("lib",))
 
     pathfinder = platform.pathfinder_library("nvrtc")
     if pathfinder:
@@ -457,11 +461,12 @@ def _nvrtc_failure(platform: Platform, arch: int | None, driver_version: int | N
     wanted = f" that can compile for sm_{arch}" if arch is not None else ""
     if driver_version is not None:
         wanted += f" with this driver (CUDA {_driver_cuda_text(driver_version)})"
-    lines = [f"No usable NVRTC (NVIDIA's run-time CUDA compiler){wanted} was found." if probes else
-             "NVRTC (NVIDIA's run-time CUDA compiler) was not found."]
-    if probes:
-        lines.append("Found, and why each was not used:")
-        lines += [f"  - {probe.describe()}" for probe in probes]
+    if any(probe.version is not None for probe in probes):
+        lines = [f"No usable NVRTC (NVIDIA's run-time CUDA compiler){wanted} was found.",
+                 "Found, and why each was not used:"]
+    else:
+        lines = ["NVRTC (NVIDIA's run-time CUDA compiler) was not found.", "Tried:"]
+    lines += [f"  - {probe.describe()}" for probe in probes]
     lines.append("Searched:")
     lines += [f"  - {place}" for place in search.places]
     lines.append(f"Fix: {_install_command(platform, _package_for(arch))}")
