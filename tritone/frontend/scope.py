@@ -51,7 +51,6 @@ def _is_constant_by_nature(value: Any) -> bool:
         or is_builtin(value)
         or is_namedtuple_type(value)
         or module.startswith("tritone.language")
-        or getattr(value, "__triton_constexpr_function__", False) is True
     )
 
 
