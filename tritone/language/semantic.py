@@ -160,14 +160,14 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
         return int(digits) if digits else None
 
     # -- building ops -----------------------------------------------------
-    def create(self, name: str, operands: list[tensor], result_type: dtype, **attrs) -> tensor:
-        """Create the single-result op `name` and return its result as a tensor."""
-        value = self.builder.create_value(name, [t.handle for t in operands], result_type, attrs)
+    def create(self, op_name: str, operands: list[tensor], result_type: dtype, /, **attrs) -> tensor:
+        """Create the single-result op `op_name` and return its result as a tensor."""
+        value = self.builder.create_value(op_name, [t.handle for t in operands], result_type, attrs)
         return tensor(value, result_type)
 
-    def create_void(self, name: str, operands: list[tensor], **attrs) -> None:
+    def create_void(self, op_name: str, operands: list[tensor], /, **attrs) -> None:
         """Create an op without results (stores, prints, asserts...)."""
-        self.builder.create(name, [t.handle for t in operands], [], attrs)
+        self.builder.create(op_name, [t.handle for t in operands], [], attrs)
 
     def create_block(self, element_ty: dtype, shape) -> block_type:
         """A block type of a shape checked as Triton checks it (powers of two, numel limit)."""
