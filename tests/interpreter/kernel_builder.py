@@ -60,3 +60,30 @@ class KernelBuilder:
     def finish(self) -> Module:
         self.op("return")
         return self.module
+
+
+def elementwise(op_name: str, inputs, in_types, out_type: str, **attrs):
+    """Run one program that loads each input block, applies `op_name`, and stores
+    the result; returns the output in its memory representation.
+
+    `inputs` are numpy arrays in memory representation (bf16 as uint16 bits, fp8
+    as uint8 codes), all of the same power-of-two length."""
+    import numpy as np
+
+    from tritone.interpreter import run_kernel
+    from tritone.interpreter import values as V
+
+    n = len(inputs[0])
+    params = [(f"in{i}", "*" + t) for i, t in enumerate(in_types)] + [("out", "*" + out_type)]
+    k = KernelBuilder(f"elementwise_{op_name}", params)
+    offsets = k.arange(n)
+    loaded = []
+    for i, t in enumerate(in_types):
+        ptr = k.op("addptr", [k.splat(k.args[f"in{i}"], [n]), offsets], f"<{n}x*{t}>")
+        loaded.append(k.op("load", [ptr], f"<{n}x{t}>"))
+    result = k.op(op_name, loaded, f"<{n}x{out_type}>", **attrs)
+    out_ptr = k.op("addptr", [k.splat(k.args["out"], [n]), offsets], f"<{n}x*{out_type}>")
+    k.op("store", [out_ptr, result])
+    out = np.zeros(n, dtype=V.storage_dtype(T(out_type)))
+    run_kernel(k.finish(), (1, 1, 1), [np.ascontiguousarray(a) for a in inputs] + [out])
+    return out
