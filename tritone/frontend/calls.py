@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language.core import base_value, constexpr, is_builtin, tensor
 from ..language.core import tuple as tl_tuple
-from .scope import is_jit_function
+from .scope import is_jit_function, language_attr
 from .values import has_tensor, to_python, unwrap, wrap
 
 
@@ -96,15 +96,14 @@ class CallsMixin:
 
     # -- calls with a kernel meaning of their own ----------------------------------
     def _special_call(self, fn: Any):
-        try:
-            if fn in _SPECIAL_PYTHON:
-                return getattr(self, _SPECIAL_PYTHON[fn])
-        except TypeError:  # unhashable callables are never special
-            return None
-        for name, method in (("static_assert", self._static_assert), ("static_print", self._static_print)):
-            from .codegen import language_attr
-
-            target = language_attr(name)
+        """The handler of a callable with a kernel meaning of its own, else None."""
+        # By identity: user objects may define `__eq__`/`__hash__` in any way.
+        name = _SPECIAL_PYTHON.get(id(fn))
+        if name is not None:
+            return getattr(self, name)
+        for language_name, method in (("static_assert", self._static_assert),
+                                      ("static_print", self._static_print)):
+            target = language_attr(language_name)
             if target is not None and fn is target:
                 return method
         return None
@@ -167,8 +166,8 @@ for _fn in (len, list, range, float, int, isinstance, getattr, hasattr):
     setattr(CallsMixin, f"_python_{_fn.__name__}", _compile_time_builtin(_fn))
 
 _SPECIAL_PYTHON = {
-    builtins.print: "_device_print",
-    builtins.min: "_min",
-    builtins.max: "_max",
-    **{f: f"_python_{f.__name__}" for f in (len, list, range, float, int, isinstance, getattr, hasattr)},
+    id(builtins.print): "_device_print",
+    id(builtins.min): "_min",
+    id(builtins.max): "_max",
+    **{id(f): f"_python_{f.__name__}" for f in (len, list, range, float, int, isinstance, getattr, hasattr)},
 }

@@ -23,11 +23,12 @@ from typing import Any
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type
-from ..language.core import constexpr, tensor
+from ..language.core import constexpr, is_builtin, tensor
 from ..language.core import tuple as tl_tuple
-from .calls import CallsMixin
+from ..language.semantic import Semantic
+from .calls import BoundJitMethod, CallsMixin
 from .control_flow import ControlFlowMixin
-from .scope import GlobalScope
+from .scope import GlobalScope, is_jit_function, language_attr
 from .values import (
     Slot,
     TensorSlot,
@@ -62,18 +63,6 @@ _PYTHON_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__":
 
 # IR attribute values must print and parse back (docs/IR.md).
 _ATTR_SCALARS = (bool, int, float, str, type(None))
-
-
-def language_attr(name: str) -> Any:
-    """`tritone.language.<name>` (or `tritone.language.core.<name>`), None when
-    the language does not define it."""
-    import tritone.language as tl
-    from tritone.language import core as tl_core
-
-    value = getattr(tl, name, None)
-    if value is None:
-        value = getattr(tl_core, name, None)
-    return value
 
 
 def _is_attr_value(value: Any) -> bool:
@@ -153,8 +142,6 @@ class ModuleContext:
         the combine region the language is building or for a tensor method
         written with `@jit`; the callee's return value (a tensor, a tl.tuple,
         or None)."""
-        from tritone.language.core import is_builtin
-
         if is_builtin(fn):
             value = fn(*args, _semantic=self.semantic)
             return tl_tuple(list(value)) if isinstance(value, (tuple, list)) else value
@@ -459,9 +446,6 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         return self.attribute(base, node.attr)
 
     def attribute(self, base: Any, attr: str) -> Any:
-        from .calls import BoundJitMethod
-        from .scope import is_jit_function
-
         if isinstance(base, tensor) and attr == "T":
             permute = language_attr("permute")
             return permute(base, (1, 0), _semantic=self.semantic)
@@ -603,8 +587,6 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     the module's attrs carry the options. Raises CompilationError (or a
     subclass) naming the user's source line for every problem in the kernel.
     """
-    from tritone.language.semantic import Semantic
-
     options = dict(options)
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
     if unknown:

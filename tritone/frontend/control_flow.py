@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from ..ir.core import Region, Value
 from ..language.core import constexpr, tensor
 from ..language.core import tuple as tl_tuple
+from .scope import language_attr
 from .values import (
     describe_slot,
     describe_type,
@@ -272,8 +273,8 @@ class ControlFlowMixin:
         if not isinstance(node.target, ast.Name):
             raise self.unsupported(node.target, "the target of a `for` loop must be a single name")
         kind = unwrap(self.visit(iterator.func))
-        static_range = self._language_object("static_range")
-        tl_range = self._language_object("range")
+        static_range = language_attr("static_range")
+        tl_range = language_attr("range")
         args = self._elements(iterator.args)
         kwargs = {kw.arg: self.visit(kw.value) for kw in iterator.keywords}
         if None in kwargs:
@@ -390,7 +391,7 @@ class ControlFlowMixin:
         self._bind(self.scope, names, initial, before.args)
         with self._inside(before):
             cond = self.visit(node.test)
-            condition_class = self._language_object("condition")
+            condition_class = language_attr("condition")
             if condition_class is not None and isinstance(cond, condition_class):
                 cond = cond.condition
             if not isinstance(cond, tensor):
@@ -440,8 +441,3 @@ class ControlFlowMixin:
             raise self.error(node, f"Loop carried variable {name} changed type, was {describe_value(before)} but "
                                    f"is now {describe_value(after)}")
 
-    @staticmethod
-    def _language_object(name: str) -> Any:
-        from .codegen import language_attr
-
-        return language_attr(name)

@@ -89,3 +89,16 @@ class GlobalScope:
         if hasattr(builtins, name):
             raise NameError(f"{name} is not defined (the Python builtin `{name}` cannot be used in a kernel)")
         raise NameError(f"{name} is not defined")
+
+
+def language_attr(name: str) -> Any:
+    """`tritone.language.<name>` (or `tritone.language.core.<name>`), None when
+    the language does not define it."""
+    import tritone.language as tl
+    from tritone.language import core as tl_core
+
+
+    value = getattr(tl, name, None)
+    if value is None:
+        value = getattr(tl_core, name, None)
+    return value
