@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import tritone as triton
@@ -58,14 +59,12 @@ def test_cdiv_and_next_power_of_2_on_the_host():
 
 
 def test_cdiv_and_next_power_of_2_in_a_kernel():
-    import torch
-
     @triton.jit
     def sizes(out_ptr, N: tl.constexpr):
         tl.store(out_ptr + 0, triton.cdiv(N, 16))
         tl.store(out_ptr + 1, triton.next_power_of_2(N))
 
-    out = torch.zeros(2, dtype=torch.int32)
+    out = np.zeros(2, dtype=np.int32)
     sizes[(1,)](out, 100)
     assert out.tolist() == [7, 128]
 
@@ -76,3 +75,16 @@ def test_selftest_exit_code():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "vector_add" in result.stdout and "fused_softmax" in result.stdout
     assert "all 3 passed" in result.stdout
+
+
+def test_selftest_reports_a_failure_with_exit_code_1(monkeypatch, capsys):
+    from tritone import selftest
+    from tritone.__main__ import main
+
+    def broken(rng):
+        raise ValueError("deliberately broken")
+
+    monkeypatch.setattr(selftest, "CHECKS", selftest.CHECKS[:1] + (("broken", broken),))
+    assert main(["selftest", "--seed", "1"]) == 1
+    printed = capsys.readouterr().out
+    assert "deliberately broken" in printed and "1 of 2 FAILED" in printed

@@ -122,6 +122,8 @@ def test_values_that_cannot_be_arguments():
         specialize_value("text")
     with pytest.raises(TypeError, match="complex"):
         specialize_value(torch.zeros(2, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="tuple arguments"):
+        specialize_value((1, 2))
     with pytest.raises(OverflowError):
         specialize_value(2**64)
     with pytest.raises(OverflowError):

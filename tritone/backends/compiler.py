@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class KernelOptions:
     default_dot_input_precision: str = "tf32"
     max_num_imprecise_acc_default: int = 0
 
+    FIELD_NAMES: ClassVar[frozenset[str]]  # set below, once the fields exist
+
     def __post_init__(self):
         warps = self.num_warps
         if not isinstance(warps, int) or warps < 1 or warps & (warps - 1):
@@ -58,18 +60,13 @@ class KernelOptions:
                              f"got {self.default_dot_input_precision!r}")
 
     @classmethod
-    def field_names(cls) -> frozenset[str]:
-        return frozenset(f.name for f in dataclasses.fields(cls))
-
-    @classmethod
     def from_dict(cls, values: dict[str, Any], *, debug_default: bool = False) -> KernelOptions:
         """Options from user keywords (unknown keys are the caller's to reject);
         unset fields take the defaults of the knobs (`TRITON_DEFAULT_FP_FUSION`,
         `TRITON_F32_DEFAULT`, `TRITON_DEBUG`)."""
         from .. import knobs
 
-        known = cls.field_names()
-        given = {key: value for key, value in values.items() if key in known and value is not None}
+        given = {key: value for key, value in values.items() if key in cls.FIELD_NAMES and value is not None}
         given.setdefault("enable_fp_fusion", knobs.compilation.default_fp_fusion)
         given.setdefault("default_dot_input_precision", knobs.language.fp32_default or "tf32")
         given["debug"] = bool(given.get("debug", debug_default)) or knobs.compilation.debug
@@ -82,3 +79,7 @@ class KernelOptions:
         """A stable digest of every option (part of the compiled kernel's hash)."""
         text = ",".join(f"{key}={value!r}" for key, value in sorted(self.as_dict().items()))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+# The launch keywords that are compile options.
+KernelOptions.FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(KernelOptions))

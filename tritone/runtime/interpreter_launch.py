@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..interpreter import run_kernel
+from .jit import TensorWrapper
 from .specialize import is_pointer_like
 
 if TYPE_CHECKING:
@@ -14,8 +16,6 @@ if TYPE_CHECKING:
 
 def _host_buffer(kernel_name: str, param: str, value: Any) -> Any:
     """The memory object the interpreter reads for a pointer argument."""
-    from .jit import TensorWrapper
-
     if isinstance(value, TensorWrapper):
         value = value.base
     device = getattr(value, "device", None)
@@ -29,8 +29,6 @@ def _host_buffer(kernel_name: str, param: str, value: Any) -> Any:
 
 def run_on_interpreter(kernel: CompiledKernel, grid: tuple[int, int, int], args: list[Any]) -> None:
     """Run `kernel` over `grid` with the values of its run-time parameters."""
-    from ..interpreter import run_kernel
-
     if 0 in grid:
         return
     values = [

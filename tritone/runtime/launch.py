@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import knobs
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from ..compiler import compiler
+from ..language.core import constexpr
 from .specialize import CONSTEXPR, DIVISIBLE, UnknownKeywordError, make_binder
 
 if TYPE_CHECKING:
-    from ..compiler.compiler import CompiledKernel
     from .jit import JITFunction
 
 # Launch keywords that are not compile options.
@@ -31,8 +33,6 @@ def active_target() -> GPUTarget:
 
 def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
     """A grid of 1-3 ints (or constexprs) as three ints, missing dimensions 1."""
-    from ..language.core import constexpr
-
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"kernel {kernel_name}: the grid must have 1 to 3 dimensions, got {grid!r}")
@@ -51,10 +51,7 @@ def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
     return result[0], result[1], result[2]
 
 
-def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple):
-    from ..compiler.compiler import ASTSource
-    from ..language.core import constexpr
-
+def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -> compiler.ASTSource:
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     attrs: dict[tuple[int, ...], list] = {}
@@ -67,40 +64,50 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple):
         elif attribute == DIVISIBLE:
             attrs[(param.num,)] = [["tt.divisibility", 16]]
         signature[param.name] = type_name
-    return ASTSource(fn, signature, constexprs, attrs)
+    return compiler.ASTSource(fn, signature, constexprs, attrs)
 
 
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
     return UnknownKeywordError(
         f"Keyword argument {name} was specified but unrecognised (kernel {fn.__name__} has parameters "
-        f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.field_names()))}, stream)")
+        f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.FIELD_NAMES))}, stream)")
 
 
-def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup: bool) -> CompiledKernel:
+# (launch keywords, debug default, knob values) -> KernelOptions: options are
+# rebuilt only when something they depend on changes.
+_options_memo: dict[tuple, KernelOptions] = {}
+
+
+def _options(extra: dict[str, Any], debug_default: bool) -> KernelOptions:
+    key = (tuple(sorted(extra.items())), debug_default, knobs.compilation.default_fp_fusion,
+           knobs.language.fp32_default, knobs.compilation.debug)
+    options = _options_memo.get(key)
+    if options is None:
+        options = _options_memo[key] = KernelOptions.from_dict(extra, debug_default=debug_default)
+    return options
+
+
+def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup: bool) -> compiler.CompiledKernel:
     """Compile `fn` for these arguments if not cached and, unless `warmup`, run it
     over `grid`. Returns the CompiledKernel."""
-    from .. import knobs
-    from ..compiler.compiler import compile
-
     binder = fn._binder
     if binder is None:
         binder = fn._binder = make_binder(fn)
     bound, specialization, extra = binder(*args, **kwargs)
     stream = extra.pop("stream", None)
-    option_names = KernelOptions.field_names()
     for name in extra:
-        if name not in option_names:
+        if name not in KernelOptions.FIELD_NAMES:
             raise _unknown_keyword(fn, name)
     for hook in fn.pre_run_hooks:
         hook(*args, **kwargs)
 
-    options = KernelOptions.from_dict(extra, debug_default=bool(fn.debug))
+    options = _options(extra, bool(fn.debug))
     target = active_target()
     cache = fn.device_caches.setdefault(target, {})
     key = (specialization, options)
     kernel = None if knobs.compilation.always_compile else cache.get(key)
     if kernel is None:
-        kernel = compile(_source_for(fn, bound, specialization), target=target, options=options)
+        kernel = compiler.compile(_source_for(fn, bound, specialization), target=target, options=options)
         cache[key] = kernel
     else:
         fn.check_globals_unchanged()

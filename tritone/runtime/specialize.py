@@ -25,14 +25,12 @@ and computes every argument's specialization without `inspect`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from .jit import _CANONICAL_TYPE_NAMES
-
-if TYPE_CHECKING:
-    from .jit import JITFunction
+from ..language.core import constexpr
+from .jit import _CANONICAL_TYPE_NAMES, JITFunction
 
 CONSTEXPR = "constexpr"
 DIVISIBLE = "D"
@@ -60,8 +58,18 @@ def _int_type(value: int) -> str:
     raise OverflowError(f"integer argument {value} does not fit in 64 bits")
 
 
+_element_type_names: dict[Any, str] = {}
+
+
 def element_type_name(dtype: Any) -> str:
     """Signature name (`fp32`, `u1`, `fp8e4nv`...) of a torch or numpy dtype."""
+    name = _element_type_names.get(dtype)
+    if name is None:
+        name = _element_type_names[dtype] = _element_type_name(dtype)
+    return name
+
+
+def _element_type_name(dtype: Any) -> str:
     text = str(dtype)
     if text.startswith("torch."):
         text = text[len("torch."):]
@@ -88,8 +96,6 @@ def is_pointer_like(value: Any) -> bool:
 def constexpr_key(value: Any) -> Any:
     """A hashable stand-in for a constexpr value in cache keys. Keeps the type so
     that `1`, `True` and `1.0` do not share a compiled kernel."""
-    from .jit import JITFunction
-
     if isinstance(value, JITFunction):
         return ("jit", value.cache_key)
     try:
@@ -104,9 +110,6 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
     """`(type, attribute)` of one argument; for constexprs `("constexpr", key)`
     where key is `constexpr_key(value)`. Raises TypeError for values that cannot
     be kernel arguments."""
-    from ..language.core import constexpr
-    from .jit import JITFunction
-
     if value is None:
         return CONSTEXPR, constexpr_key(None)
     if isinstance(value, bool):
@@ -130,6 +133,9 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         if not specialize:
             return type_name, None
         return type_name, DIVISIBLE if align and data_address(value) % 16 == 0 else ""
+    if isinstance(value, tuple):
+        raise TypeError("tuple arguments are not supported yet; annotate the parameter `tl.constexpr` "
+                        "to pass a compile-time tuple")
     raise TypeError(f"failed to specialize argument of type {type(value).__qualname__}")
 
 
