@@ -245,3 +245,25 @@ def test_early_return_in_a_runtime_if_becomes_the_other_branch():
     assert then_ops == ["yield"]
     assert "store" in else_ops
     assert kernel.body.terminator.operands == []
+
+
+@jit
+def static_var_reused(X, n):
+    acc = 0
+    for j in tl.static_range(2):
+        acc += j
+    for _k in range(n):
+        for j in tl.static_range(3):  # rebinds the constexpr j inside a run-time loop
+            acc += j
+    if tl.program_id(0) == 0:
+        for j in tl.static_range(2):
+            acc += j
+    tl.store(X, acc + j)
+
+
+def test_static_range_variable_may_be_rebound_inside_runtime_regions():
+    module = compile_ir(static_var_reused, {"X": "*i32", "n": "i32"})
+    (loop,) = ops_named(module, "for")
+    assert len(loop.results) == 1  # acc only
+    (op,) = ops_named(module, "if")
+    assert len(op.results) == 1

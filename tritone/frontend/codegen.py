@@ -231,6 +231,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         self.line_offset = jit_fn.starting_line_number - 1
         self.globals = GlobalScope(jit_fn.fn, jit_fn.__globals__, ctx.allow_non_constexpr_globals)
         self.loop_depth = 0
+        # Names bound by `tl.static_range` loops: rebinding them inside a region
+        # is not a reassignment of a constexpr (they keep their outer value after it).
+        self.static_loop_vars: set[str] = set()
 
     def generate(self) -> Slot:
         """Emit the function body, ending with `return`; the slot of the

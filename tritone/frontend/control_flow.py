@@ -180,6 +180,8 @@ class ControlFlowMixin:
             in_then, in_else = then_scope[name], else_scope[name]
             if same_value(in_then, initial) and same_value(in_else, initial):
                 continue
+            if self._rebinds_static_loop_var(name, initial, in_then, in_else):
+                continue
             if not has_tensor(initial):
                 raise self.error(node, f"cannot reassign constexpr {name} in a run-time `if`")
             for value, block in ((in_then, "then"), (in_else, "else")):
@@ -315,6 +317,7 @@ class ControlFlowMixin:
         values = [unwrap(v) for v in (lb, ub, step)]
         if not all(isinstance(v, int) for v in values):
             raise self.error(node.iter, f"static_range bounds must be ints, got {values}")
+        self.static_loop_vars.add(node.target.id)
         with self._in_loop():
             for i in range(*values):
                 self.scope[node.target.id] = constexpr(i)
@@ -424,11 +427,18 @@ class ControlFlowMixin:
         for name, initial in live.items():
             if name in ignore or same_value(after[name], initial):
                 continue
+            if self._rebinds_static_loop_var(name, initial, after[name]):
+                continue
             if not has_tensor(initial):
                 raise self.error(node, f"cannot reassign constexpr {name} in the loop")
             self._check_carried(node, [name], [initial], [after[name]])
             names.append(name)
         return names
+
+    def _rebinds_static_loop_var(self, name: str, *values: Any) -> bool:
+        """Whether `name` only changed because a static_range loop inside the
+        region reused it: it keeps its value from before the region."""
+        return name in self.static_loop_vars and not any(has_tensor(v) for v in values)
 
     def _check_carried(self, node: ast.AST, names: list[str], initial: list[Any], final: list[Any]) -> None:
         for name, before, after in zip(names, initial, final):
