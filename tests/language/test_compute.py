@@ -278,3 +278,19 @@ def test_libdevice_typing_rules():
         libdevice.exp(x, x, _semantic=k.sem)
     assert libdevice.LIBDEVICE_SYMBOLS[("tanh", (tl.float32,))] == "__nv_tanhf"
     k.verify()
+
+
+def test_options_from_the_runtime():
+    from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+
+    assert Kernel(target=GPUTarget("cuda", 90, 32)).sem.target_capability == 90
+    assert Kernel(target="sm_90a").sem.target_capability == 90
+    assert Kernel(target=INTERPRETER_TARGET).sem.target_capability is None
+    k = Kernel(default_dot_input_precision="tf32x3")
+    a = k.arg("fp32", [16, 16])
+    tl.dot(a, a, _semantic=k.sem)
+    assert k.ops("dot")[0].attrs["input_precision"] == "tf32x3"
+    fp8 = Kernel(target=GPUTarget("cuda", 90, 32))
+    e5 = fp8.arg("fp8e5", [16, 32])
+    tl.dot(e5, fp8.arg("fp8e5", [32, 16]), _semantic=fp8.sem)
+    assert fp8.ops("dot")[0].attrs["max_num_imprecise_acc"] == 2**30

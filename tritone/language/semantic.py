@@ -126,8 +126,10 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
 
     `builder` is an `ir.core.Builder` positioned where ops go. `options` is a
     dict: `debug` (emit device asserts and overflow checks), `sanitize_overflow`
-    (default True), `fp32_default` (default `input_precision` of `dot`),
-    `target` (`"sm_90"`, `90`, or None when no GPU target is fixed).
+    (default True), `fp32_default` (default `input_precision` of `dot`; the
+    runtime's `default_dot_input_precision` is read too), `target` (`"sm_90"`,
+    `90`, a `GPUTarget`, or None when no GPU target is fixed) and
+    `max_num_imprecise_acc_default` (fp8 dots; by default 2**30 on sm_90).
 
     The codegen sets `call_jit_function`, a callable `(fn, args) -> results`
     that compiles a call of the `@jit` function `fn` at the builder's insertion
@@ -150,14 +152,28 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
 
     @property
     def target_capability(self) -> int | None:
-        """Compute capability of the target (`90` for `"sm_90a"`), None when unknown."""
+        """Compute capability of the CUDA target (`90` for `"sm_90a"` or a
+        `GPUTarget("cuda", 90, 32)`); None for the interpreter or no target."""
         target = self.options.get("target")
+        backend = getattr(target, "backend", None)
+        if backend is not None:
+            target = target.arch if backend == "cuda" else None
         if target is None:
             return None
         if isinstance(target, int):
             return target
         digits = "".join(ch for ch in str(target) if ch.isdigit())
         return int(digits) if digits else None
+
+    @property
+    def fp32_default(self) -> str | None:
+        """The `input_precision` of `tl.dot` when the call gives none (TRITON_F32_DEFAULT):
+        the `fp32_default` option, or a `default_dot_input_precision` other than tf32."""
+        explicit = self.options.get("fp32_default")
+        if explicit is not None:
+            return explicit
+        configured = self.options.get("default_dot_input_precision")
+        return configured if configured not in (None, "tf32") else None
 
     # -- building ops -----------------------------------------------------
     def create(self, op_name: str, operands: list[tensor], result_type: dtype, /, **attrs) -> tensor:

@@ -27,7 +27,7 @@ class ComputeSemantic:
         if input_precision is not None and allow_tf32 is not None:
             raise AssertionError("Only one of input_precision and allow_tf32 can be specified")
         if input_precision is None:
-            input_precision = self.options.get("fp32_default") or ("ieee" if allow_tf32 is False else "tf32")
+            input_precision = self.fp32_default or ("ieee" if allow_tf32 is False else "tf32")
         if input_precision.lower() not in DOT_INPUT_PRECISIONS:
             raise AssertionError(f"input_precision must be one of {DOT_INPUT_PRECISIONS}. Got {input_precision}")
         return input_precision.lower()
@@ -90,8 +90,10 @@ class ComputeSemantic:
 
         k = lhs_shape[-1]
         if max_num_imprecise_acc is None:
-            both_fp8 = lhs.dtype.is_fp8() and rhs.dtype.is_fp8()
-            max_num_imprecise_acc = 2**30 if both_fp8 and self.target_capability == 90 else 0
+            default = self.options.get("max_num_imprecise_acc_default")
+            if default is None:
+                default = 2**30 if self.target_capability == 90 else 0
+            max_num_imprecise_acc = default if lhs.dtype.is_fp8() and rhs.dtype.is_fp8() else 0
         elif lhs.dtype.is_fp8() and rhs.dtype.is_fp8() and max_num_imprecise_acc > k:
             raise ValueError(f"max_num_imprecise_acc ({max_num_imprecise_acc}) must be <= K ({k})")
         return self.create("dot", [lhs, rhs, acc], ret_ty, input_precision=input_precision,
