@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+import tritone.language as tl
 from tests.frontend._helpers import assert_error_at, compile_error, compile_ir, ops_named
 from tritone.errors import CompilationError, CompileTimeAssertionFailure
 from tritone.ir.types import block_type, float32, int32
-from tritone.language import core as tl
 from tritone.runtime.jit import jit
 
 LIMIT = tl.constexpr(7)

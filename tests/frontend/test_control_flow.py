@@ -3,10 +3,10 @@ branches, static_range unrolling, loop-carried values and scoping."""
 
 from __future__ import annotations
 
+import tritone.language as tl
 from tests.frontend._helpers import compile_ir, ops_named, top_level_ops
 from tritone.ir import print_module
 from tritone.ir.types import block_type, float32, int32, int64
-from tritone.language import core as tl
 from tritone.runtime.jit import jit
 
 PTR_N = {"X": "*fp32", "n": "i32"}

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+import tritone.language as tl
 from tests.frontend._helpers import assert_error_at, compile_error
 from tritone.errors import CompilationError, UnsupportedLanguageConstruct
-from tritone.language import core as tl
 from tritone.runtime.jit import jit
 
 PLAIN_GLOBAL = 3

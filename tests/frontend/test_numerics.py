@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+import tritone.language as tl
 from tests.frontend._helpers import compile_ir
 from tritone.interpreter import run_kernel
-from tritone.language import core as tl
 from tritone.runtime.jit import jit
 
 RNG = np.random.default_rng()
