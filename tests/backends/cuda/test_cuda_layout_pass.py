@@ -1,0 +1,135 @@
+"""Layout assignment on hand-built kernels: coalesced vector layouts where axis
+analysis proves alignment, slices for reductions, conversions only where
+producers and consumers truly disagree."""
+
+from cuda_ir_builder import KernelBuilder
+from tritone.backends.cuda import layout_pass
+from tritone.backends.cuda.layouts import BlockedLayout, SliceLayout
+from tritone.ir import types as T
+from tritone.ir.core import Region
+
+FP32_PTR = T.pointer_type(T.float32)
+FP16_PTR = T.pointer_type(T.float16)
+SPEC = {0: {"divisibility": 16}, 1: {"divisibility": 16}, 2: {"divisibility": 16}, 3: {"divisibility": 16}}
+
+
+def _run(kb: KernelBuilder):
+    kb.ret()
+    layout_pass.run(kb.module)
+    layout_pass.verify_layouts(kb.fn)
+    return layout_pass.conversions(kb.fn)
+
+
+def _vector_add(kb: KernelBuilder, block: int, ptr_args=(0, 1, 2), n_arg=3):
+    offs = kb.add(kb.splat(kb.mul(kb.pid(), kb.const(block, T.int32)), [block]), kb.arange(0, block))
+    mask = kb.cmp("lt", offs, kb.splat(kb.args[n_arg], [block]))
+    x = kb.load(kb.ptr_block(kb.args[ptr_args[0]], offs), mask)
+    y = kb.load(kb.ptr_block(kb.args[ptr_args[1]], offs), mask)
+    out = kb.add(x, y)
+    kb.store(kb.ptr_block(kb.args[ptr_args[2]], offs), out, mask)
+    return offs, x, out
+
+
+def test_vector_add_gets_16_byte_vectors_and_no_conversions():
+    kb = KernelBuilder("add", [("x", FP32_PTR), ("y", FP32_PTR), ("o", FP32_PTR), ("n", T.int32)], arg_attrs=SPEC)
+    offs, x, out = _vector_add(kb, 1024)
+    assert _run(kb) == []
+    expected = BlockedLayout((4,), (32,), (4,), (0,))
+    assert offs.type.layout == expected and x.type.layout == expected and out.type.layout == expected
+
+
+def test_unaligned_pointers_get_one_element_per_thread_and_fp16_gets_eight():
+    kb = KernelBuilder("add", [("x", FP32_PTR), ("y", FP32_PTR), ("o", FP32_PTR), ("n", T.int32)], num_warps=8)
+    offs, _, _ = _vector_add(kb, 512)
+    assert _run(kb) == []
+    assert offs.type.layout == BlockedLayout((1,), (32,), (8,), (0,))
+
+    kb = KernelBuilder("h", [("x", FP16_PTR), ("y", FP16_PTR), ("o", FP16_PTR), ("n", T.int32)], arg_attrs=SPEC)
+    offs, _, _ = _vector_add(kb, 4096)
+    assert _run(kb) == []
+    assert offs.type.layout.size_per_thread == (8,)
+
+
+def _row_offsets(kb, rows, cols, stride_arg, transpose=False):
+    r = kb.arange(0, rows)
+    c = kb.arange(0, cols)
+    r2 = kb.expand_dims(r, 1)
+    c2 = kb.expand_dims(c, 0)
+    stride = kb.args[stride_arg]
+    if transpose:  # element (i, j) at i + j * stride: contiguous along dim 0
+        return r, kb.add(kb.broadcast(r2, [rows, cols]), kb.broadcast(kb.mul(c2, kb.splat(stride, [1, cols])),
+                                                                       [rows, cols]))
+    return r, kb.add(kb.broadcast(kb.mul(r2, kb.splat(stride, [rows, 1])), [rows, cols]),
+                     kb.broadcast(c2, [rows, cols]))
+
+
+def _sum_combine(kb: KernelBuilder, elem: T.dtype) -> Region:
+    region, (a, b) = kb.region([elem, elem])
+    with kb.inside(region):
+        kb.op("yield", [kb.add(a, b)])
+    return region
+
+
+def test_row_reduction_result_is_a_slice_and_is_stored_without_conversion():
+    kb = KernelBuilder("rowsum", [("x", FP32_PTR), ("o", FP32_PTR), ("stride", T.int32)], arg_attrs=SPEC)
+    rows, offs = _row_offsets(kb, 64, 128, 2)
+    x = kb.load(kb.ptr_block(kb.args[0], offs))
+    reduce = kb.op_multi("reduce", [x], [T.block_type(T.float32, [64])], [_sum_combine(kb, T.float32)], axis=1)
+    kb.store(kb.ptr_block(kb.args[1], rows), reduce.results[0])
+    assert _run(kb) == []
+    layout = x.type.layout
+    assert isinstance(layout, BlockedLayout) and layout.order == (1, 0) and layout.size_per_thread == (1, 4)
+    assert reduce.results[0].type.layout == SliceLayout(1, layout)
+
+
+def test_transposed_copy_converts_once_through_the_data():
+    kb = KernelBuilder("transpose", [("x", FP32_PTR), ("o", FP32_PTR), ("stride", T.int32)], arg_attrs=SPEC)
+    _, src = _row_offsets(kb, 64, 64, 2)
+    _, dst = _row_offsets(kb, 64, 64, 2, transpose=True)
+    x = kb.load(kb.ptr_block(kb.args[0], src))
+    kb.store(kb.ptr_block(kb.args[1], dst), x)
+    converts = _run(kb)
+    assert len(converts) == 1
+    (conv,) = converts
+    assert conv.operands[0] is x
+    assert x.type.layout.order == (1, 0) and conv.results[0].type.layout.order == (0, 1)
+    assert conv.results[0].type.layout.size_per_thread == (4, 1)
+
+
+def test_loop_carried_accumulator_shares_the_load_layout():
+    kb = KernelBuilder("acc", [("x", FP32_PTR), ("o", FP32_PTR), ("k", T.int32)], arg_attrs={0: {"divisibility": 16},
+                                                                                          1: {"divisibility": 16}})
+    offs = kb.arange(0, 256)
+    zero = kb.const(0.0, T.block_type(T.float32, [256]))
+    ptr0 = kb.ptr_block(kb.args[0], offs)
+    body, (iv, acc, p) = kb.region([T.int32, zero.type, ptr0.type])
+    with kb.inside(body):
+        acc2 = kb.add(acc, kb.load(p))
+        p2 = kb.addptr(p, kb.splat(kb.const(256, T.int32), [256]))
+        kb.op("yield", [acc2, p2])
+    loop = kb.op_multi("for", [kb.const(0, T.int32), kb.args[2], kb.const(1, T.int32), zero, ptr0],
+                       [zero.type, ptr0.type], [body])
+    kb.store(kb.ptr_block(kb.args[1], offs), loop.results[0])
+    assert _run(kb) == []
+    layout = BlockedLayout((2,), (32,), (4,), (0,))  # 256 elements over 128 threads, aligned
+    assert acc.type.layout == layout and loop.results[0].type.layout == layout and zero.type.layout == layout
+
+
+def test_cheap_values_are_recomputed_instead_of_converted():
+    """One arange feeds a row-major and a column-major tile: the index math is
+    computed again in each layout, only the loaded data is converted."""
+    kb = KernelBuilder("t", [("x", FP32_PTR), ("o", FP32_PTR), ("stride", T.int32)], arg_attrs=SPEC)
+    r = kb.arange(0, 32)
+    rows = kb.broadcast(kb.expand_dims(r, 1), [32, 32])
+    cols = kb.broadcast(kb.expand_dims(r, 0), [32, 32])
+    stride = kb.splat(kb.args[2], [32, 32])
+    x = kb.load(kb.ptr_block(kb.args[0], kb.add(kb.mul(rows, stride), cols)))
+    kb.store(kb.ptr_block(kb.args[1], kb.add(rows, kb.mul(cols, stride))), x)
+    converts = _run(kb)
+    assert [c.operands[0] for c in converts] == [x]
+
+
+def test_scalar_only_kernel_is_untouched():
+    kb = KernelBuilder("s", [("x", FP32_PTR), ("v", T.float32)])
+    kb.store(kb.args[0], kb.args[1])
+    assert _run(kb) == []

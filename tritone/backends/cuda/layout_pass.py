@@ -1,0 +1,569 @@
+"""Layout assignment: give every block value a distributed layout, insert
+`convert_layout` where a producer's layout is not what a consumer needs, then
+remove the conversions that are not needed.
+
+How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pass):
+
+1. Values that must share a layout form classes: the operands and results of
+   elementwise ops, the carried values of `for`/`while`/`if`, the inputs and
+   results of `scan`. Memory ops split their values in two classes: the *access*
+   side (pointer, mask, `other`, atomic operands) and the *data* side (the
+   loaded value, the stored value), so that a value can be loaded coalesced and
+   used in another layout.
+2. Classes are linked by ops that derive one layout from another: `broadcast`
+   (same layout), `expand_dims` (the operand is a slice of the result's layout),
+   `reduce` (the result is a slice of the operand's layout), `permute` (the
+   blocked layout with permuted dims).
+3. Anchors: the access side of each load and atomic gets a *coalesced* blocked
+   layout: dims ordered by the pointer's contiguity, and as many contiguous
+   elements per thread as axis analysis proves aligned, up to 16 bytes (one per
+   thread for atomics). The data side of a load prefers its access layout.
+   Layouts then flow along the links; a store keeps the layout its value already
+   has unless that would split a vector the pointer allows, else it is coalesced
+   too; whatever is left takes the default blocked layout of its shape.
+4. Wherever a link's rule or a memory op's two sides disagree, a conversion is
+   inserted (once per value and layout, right after the value is defined).
+5. Clean-up: conversions to the same layout and chains of conversions go; a
+   conversion of a value computed only from cheap ops (constants, splats,
+   aranges, broadcasts, elementwise arithmetic on those) is replaced by computing
+   the value again in the wanted layout; unused pure ops are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from tritone.ir.core import Function, Module, Operation, Region, Value, replace_all_uses
+from tritone.ir.ops import BINARY_OPS, FLOAT_MATH_OPS, is_removable_when_unused
+
+from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
+from .layouts import BlockedLayout, DistributedLayout, SliceLayout, default_blocked_layout
+
+# Ops whose block operands and results all share one layout.
+ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
+    "fma", "cmp", "select", "addptr", "abs", "extern", "cast", "bitcast", "hint"}
+MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
+# Ops that are cheap to compute again in another layout instead of converting.
+_CHEAP_SOURCES = frozenset({"constant", "arange", "splat", "broadcast", "expand_dims"})
+_REMAT_OPS = ELEMENTWISE_OPS | _CHEAP_SOURCES
+_REMAT_LIMIT = 32
+
+
+def run(module: Module, ctx=None) -> None:
+    """Assign layouts to every block value of `module` and insert the needed
+    `convert_layout` ops (docs/IR.md); `num_warps` comes from the module's
+    attributes, else from `ctx.options`, else 4."""
+    options = getattr(ctx, "options", None) or {}
+    num_warps = int(module.attrs.get("num_warps", options.get("num_warps", 4)))
+    for fn in module.functions.values():
+        assign_layouts(fn, num_warps)
+        cleanup_conversions(fn)
+
+
+# -- walking -------------------------------------------------------------------
+
+def _walk_with_regions(region: Region) -> Iterator[Operation]:
+    for op in list(region.ops):
+        yield op
+        for inner in op.regions:
+            yield from _walk_with_regions(inner)
+
+
+def _is_block(value: Value) -> bool:
+    return value.type.is_block()
+
+
+def _blocks(values) -> list[Value]:
+    return [v for v in values if _is_block(v)]
+
+
+# -- layout transforms along links -----------------------------------------------
+
+def permute_layout(layout: DistributedLayout, order: tuple[int, ...]) -> BlockedLayout | None:
+    """The layout of `permute(x, order)` holding x's elements in the same registers
+    (None when `layout` is not blocked)."""
+    if not isinstance(layout, BlockedLayout):
+        return None
+    position = {d: i for i, d in enumerate(order)}
+    return BlockedLayout(tuple(layout.size_per_thread[d] for d in order),
+                         tuple(layout.threads_per_warp[d] for d in order),
+                         tuple(layout.warps_per_cta[d] for d in order),
+                         tuple(position[d] for d in layout.order))
+
+
+def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+def operand_layout_for(op: Operation, result_layout: DistributedLayout) -> DistributedLayout | None:
+    """The layout the block operand of a one-operand shape op (broadcast,
+    expand_dims, permute) needs for its result to be in `result_layout`."""
+    if op.name == "broadcast":
+        return result_layout
+    if op.name == "expand_dims":
+        return SliceLayout(op.attrs["axis"], result_layout)
+    if op.name == "permute":
+        return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])))
+    return None
+
+
+def result_layout_for(op: Operation, operand_layout: DistributedLayout) -> DistributedLayout | None:
+    """The result layout of a shape op or reduce whose block operand is in `operand_layout`."""
+    if op.name == "broadcast":
+        return operand_layout
+    if op.name == "expand_dims":
+        axis = op.attrs["axis"]
+        if isinstance(operand_layout, SliceLayout) and operand_layout.dim == axis:
+            return operand_layout.parent
+        return None
+    if op.name == "permute":
+        return permute_layout(operand_layout, tuple(op.attrs["order"]))
+    if op.name == "reduce":
+        return SliceLayout(op.attrs["axis"], operand_layout)
+    return None
+
+
+# -- coalescing ------------------------------------------------------------------
+
+def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = True) -> BlockedLayout:
+    """A blocked layout for accessing the pointer block `ptr`: its most contiguous
+    dim fastest, and (with `vector`) each thread owning one aligned vector of up
+    to 16 bytes along it, no more than the block gives every thread."""
+    shape = tuple(ptr.type.shape)
+    rank = len(shape)
+    row_major = list(reversed(range(rank)))
+    order = tuple(sorted(row_major, key=lambda d: -info.contiguity[d]))
+    fastest = order[0]
+    numel = 1
+    for s in shape:
+        numel *= s
+    per_thread = 1
+    if vector:
+        elem_bytes = ptr.type.scalar.element_ty.itemsize
+        per_thread = min(max_vector_elements(info, fastest, elem_bytes), max(1, numel // (32 * num_warps)),
+                         shape[fastest])
+    spt = tuple(per_thread if d == fastest else 1 for d in range(rank))
+    return default_blocked_layout(shape, num_warps, order, spt)
+
+
+def _vector_along(layout: DistributedLayout, shape: tuple[int, ...], dim: int) -> int:
+    return layout.linear(shape).contiguous_registers(dim)
+
+
+# -- classes of values that share a layout -----------------------------------------
+
+class _Classes:
+    """Union-find over block values."""
+
+    def __init__(self):
+        self.parent: dict[Value, Value] = {}
+
+    def find(self, v: Value) -> Value:
+        self.parent.setdefault(v, v)
+        root = v
+        while self.parent[root] is not root:
+            root = self.parent[root]
+        while self.parent[v] is not root:
+            self.parent[v], v = root, self.parent[v]
+        return root
+
+    def union(self, values: list[Value]) -> None:
+        values = _blocks(values)
+        for v in values:
+            self.find(v)
+        for other in values[1:]:
+            a, b = self.find(values[0]), self.find(other)
+            if a is not b:
+                self.parent[b] = a
+
+
+class _Link:
+    """`dst` is derived from `src` by `op` (forward) and back (backward)."""
+
+    def __init__(self, op: Operation, src: Value, dst: Value):
+        self.op, self.src, self.dst = op, src, dst
+
+
+def _is_cheap(value: Value) -> bool:
+    op = value.defining_op
+    return op is not None and op.name in _CHEAP_SOURCES
+
+
+class _Assigner:
+    def __init__(self, fn: Function, num_warps: int):
+        self.fn = fn
+        self.num_warps = num_warps
+        self.infos: AxisInfoMap = analyze(fn)
+        self.classes = _Classes()
+        self.links: list[_Link] = []
+        # (cheap value, a value of the class that consumes it): the cheap value
+        # follows that class unless it gets a layout otherwise first.
+        self.soft: list[tuple[Value, Value]] = []
+        self.layout: dict[Value, DistributedLayout] = {}  # class root -> layout
+        self.values: list[Value] = []  # every block value, in program order
+        self.memory_ops: list[Operation] = []
+
+    # -- building classes and links -----------------------------------------
+    def collect(self) -> None:
+        for op in _walk_with_regions(self.fn.body):
+            for region in op.regions:
+                self.values += _blocks(region.args)
+            self.values += _blocks(op.results)
+            for v in _blocks(op.results) + [a for r in op.regions for a in _blocks(r.args)]:
+                self.classes.find(v)
+            self.relate(op)
+
+    def join(self, values: list[Value]) -> None:
+        """Put `values` in one class; cheap values (constants, splats, aranges,
+        broadcasts, expand_dims) only follow it, since computing them again in
+        another layout costs less than tying unrelated classes together."""
+        values = _blocks(values)
+        firm = [v for v in values if not _is_cheap(v)] or values[:1]
+        self.classes.union(firm)
+        self.soft += [(v, firm[0]) for v in values if v not in firm]
+
+    def relate(self, op: Operation) -> None:
+        name = op.name
+        if name in ELEMENTWISE_OPS or name == "scan":
+            self.join(op.results + op.operands)
+        elif name == "load":
+            self.join(op.operands)
+            self.memory_ops.append(op)
+        elif name == "store":
+            self.join([op.operands[0]] + op.operands[2:])
+            self.memory_ops.append(op)
+        elif name in ("atomic_rmw", "atomic_cas"):
+            self.join(op.operands + op.results)
+            self.memory_ops.append(op)
+        elif name == "reduce":
+            self.join(op.operands)
+            if _is_block(op.results[0]):
+                self.join(op.results)
+                self.links.append(_Link(op, op.operands[0], op.results[0]))
+        elif name in ("broadcast", "expand_dims", "permute"):
+            self.links.append(_Link(op, op.operands[0], op.results[0]))
+        elif name == "for":
+            body = op.regions[0]
+            for i, result in enumerate(op.results):
+                self.join([result, body.args[1 + i], body.terminator.operands[i], op.operands[3 + i]])
+        elif name == "if":
+            then, other = op.regions
+            for i, result in enumerate(op.results):
+                self.join([result, then.terminator.operands[i], other.terminator.operands[i]])
+        elif name == "while":
+            before, after = op.regions
+            for i, init in enumerate(op.operands):
+                self.join([before.args[i], after.terminator.operands[i], init])
+            for i, result in enumerate(op.results):
+                self.join([result, after.args[i], before.terminator.operands[1 + i]])
+
+    # -- choosing ------------------------------------------------------------
+    def get(self, v: Value) -> DistributedLayout | None:
+        return self.layout.get(self.classes.find(v))
+
+    def offer(self, v: Value, layout: DistributedLayout | None) -> bool:
+        """Give `v`'s class `layout` unless it has one; whether it was taken."""
+        if layout is None:
+            return False
+        root = self.classes.find(v)
+        if root in self.layout:
+            return False
+        self.layout[root] = layout
+        return True
+
+    def _follow_links(self) -> bool:
+        changed = False
+        for link in self.links:
+            src, dst = self.get(link.src), self.get(link.dst)
+            if src is not None and dst is None:
+                changed |= self.offer(link.dst, result_layout_for(link.op, src))
+            elif dst is not None and src is None:
+                if link.op.name != "reduce":
+                    changed |= self.offer(link.src, operand_layout_for(link.op, dst))
+                elif isinstance(dst, SliceLayout) and dst.dim == link.op.attrs["axis"]:
+                    changed |= self.offer(link.src, dst.parent)
+        return changed
+
+    def propagate(self) -> None:
+        """Spread layouts along links until nothing changes, then let cheap
+        values follow their consumers, and again."""
+        while True:
+            while self._follow_links():
+                pass
+            followed = False
+            for cheap, consumer in self.soft:
+                if self.get(cheap) is None and self.get(consumer) is not None:
+                    followed |= self.offer(cheap, self.get(consumer))
+            if not followed:
+                return
+
+    def anchor_layout(self, op: Operation) -> DistributedLayout:
+        ptr = op.operands[0]
+        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=op.name in ("load", "store"))
+
+    def choose(self) -> None:
+        block_memory = [op for op in self.memory_ops if _is_block(op.operands[0])]
+        for op in block_memory:
+            if op.name != "store":
+                self.offer(op.operands[0], self.anchor_layout(op))
+        for op in block_memory:
+            if op.name == "load":
+                self.offer(op.results[0], self.get(op.operands[0]))
+        self.propagate()
+        for op in block_memory:
+            if op.name != "store":
+                continue
+            ptr, value = op.operands[0], op.operands[1]
+            wanted = self.anchor_layout(op)
+            have = self.get(value)
+            if have is not None and self.get(ptr) is None:
+                fastest = wanted.order[0]
+                shape = tuple(ptr.type.shape)
+                if (isinstance(have, SliceLayout)
+                        or _vector_along(have, shape, fastest) >= _vector_along(wanted, shape, fastest)):
+                    wanted = have
+            self.offer(ptr, wanted)
+            self.offer(value, self.get(ptr))
+            self.propagate()
+        for v in self.values:
+            if self.get(v) is None:
+                self.offer(v, default_blocked_layout(tuple(v.type.shape), self.num_warps))
+                self.propagate()
+
+    # -- rewriting -----------------------------------------------------------
+    def apply(self) -> None:
+        for v in self.values:
+            v.type = v.type.with_layout(self.get(v))
+        inserter = _ConversionInserter(self.fn)
+        for op in list(_walk_with_regions(self.fn.body)):
+            if op.name == "reduce" and _is_block(op.results[0]):
+                needed = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
+                for result in op.results:
+                    if result.type.layout != needed:
+                        inserter.convert_result(result, needed)
+            elif op.name == "load" and _is_block(op.results[0]):
+                access = op.operands[0].type.layout
+                if op.results[0].type.layout != access:
+                    inserter.convert_result(op.results[0], access)
+            for i, needed in enumerate(required_operand_layouts(op)):
+                operand = op.operands[i]
+                if needed is not None and _is_block(operand) and operand.type.layout != needed:
+                    op.operands[i] = inserter.convert(operand, needed)
+
+
+def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
+    """The layout each operand of `op` must have given its results' (or, for
+    memory ops, its pointer's) layouts; None where any layout will do."""
+    n = len(op.operands)
+    blocks = _blocks(op.results)
+    name = op.name
+    if name in ELEMENTWISE_OPS or name == "scan":
+        return [blocks[0].type.layout if blocks else None] * n
+    if name in MEMORY_OPS or name == "reduce":
+        first = op.operands[0]
+        return [first.type.layout if _is_block(first) else None] * n
+    if name in ("broadcast", "expand_dims", "permute"):
+        return [operand_layout_for(op, op.results[0].type.layout)]
+    if name == "for":
+        return [None] * 3 + [r.type.layout if _is_block(r) else None for r in op.results]
+    if name == "while":
+        return [a.type.layout if _is_block(a) else None for a in op.regions[0].args]
+    if name in ("yield", "condition"):
+        parent = op.parent.parent if op.parent is not None else None
+        if not isinstance(parent, Operation):
+            return [None] * n
+        if parent.name in ("for", "if"):
+            targets = list(parent.results)
+        elif parent.name == "while" and name == "condition":
+            targets = [None] + list(parent.regions[1].args)
+        elif parent.name == "while":
+            targets = list(parent.regions[0].args)
+        else:
+            return [None] * n
+        return [t.type.layout if t is not None and _is_block(t) else None for t in targets]
+    return [None] * n
+
+
+def assign_layouts(fn: Function, num_warps: int) -> None:
+    """Give every block value of `fn` a layout, inserting conversions where needed."""
+    assigner = _Assigner(fn, num_warps)
+    assigner.collect()
+    assigner.choose()
+    assigner.apply()
+
+
+# -- inserting conversions -----------------------------------------------------------
+
+def _definition_point(value: Value) -> tuple[Region, int]:
+    """Where ops computing from `value` can go first: (region, index)."""
+    owner = value.owner
+    if isinstance(owner, Operation):
+        region = owner.parent
+        return region, region.ops.index(owner) + 1
+    return owner, 0
+
+
+def make_convert(value: Value, layout: DistributedLayout) -> Operation:
+    """A `convert_layout` op of `value` into `layout` (not yet placed)."""
+    result_type = value.type.with_layout(layout)
+    defining = value.defining_op
+    loc = defining.loc if defining is not None else None
+    op = Operation("convert_layout", [value], [result_type])
+    if loc is not None:
+        op.loc = loc
+    return op
+
+
+class _ConversionInserter:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.made: dict[tuple[int, DistributedLayout], Value] = {}
+
+    def convert(self, value: Value, layout: DistributedLayout) -> Value:
+        """`value` in `layout`, converted once right after its definition."""
+        key = (id(value), layout)
+        if key not in self.made:
+            region, index = _definition_point(value)
+            op = make_convert(value, layout)
+            region.insert(index, op)
+            self.made[key] = op.result
+        return self.made[key]
+
+    def convert_result(self, result: Value, layout: DistributedLayout) -> None:
+        """Make `result` (of its op) be in `layout`, converting it back for its users."""
+        wanted = result.type.layout
+        result.type = result.type.with_layout(layout)
+        region, index = _definition_point(result)
+        op = make_convert(result, wanted)
+        replace_all_uses(self.fn, result, op.result)
+        region.insert(index, op)
+
+
+# -- clean-up -----------------------------------------------------------------------
+
+def _users(fn: Function) -> dict[Value, list[Operation]]:
+    users: dict[Value, list[Operation]] = {}
+    for op in fn.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operation, DistributedLayout]] | None:
+    """The ops to compute `value` again in `layout` (producers first), or None
+    when that is not cheap."""
+    order: list[tuple[Operation, DistributedLayout]] = []
+    seen: dict[int, DistributedLayout] = {}
+
+    def visit(v: Value, wanted: DistributedLayout) -> bool:
+        if v.type.layout == wanted:
+            return True
+        op = v.defining_op
+        if op is None or op.name not in _REMAT_OPS or len(op.results) != 1:
+            return False
+        if id(op) in seen:
+            return seen[id(op)] == wanted
+        if len(seen) >= _REMAT_LIMIT:
+            return False
+        seen[id(op)] = wanted
+        for operand in _blocks(op.operands):
+            needed = operand_layout_for(op, wanted) if op.name in ("broadcast", "expand_dims") else wanted
+            if needed is None or not visit(operand, needed):
+                return False
+        order.append((op, wanted))
+        return True
+
+    return order if visit(value, layout) else None
+
+
+def _rematerialize(fn: Function, convert: Operation) -> bool:
+    """Replace `convert` by computing its source again in the wanted layout, when cheap."""
+    source, layout = convert.operands[0], convert.results[0].type.layout
+    chain = _remat_chain(source, layout)
+    if not chain:
+        return False
+    region = convert.parent
+    index = region.ops.index(convert)
+    clones: dict[Value, Value] = {}
+    for op, wanted in chain:
+        operands = [clones.get(v, v) for v in op.operands]
+        clone = Operation(op.name, operands, [op.results[0].type.with_layout(wanted)], dict(op.attrs), loc=op.loc)
+        region.insert(index, clone)
+        index += 1
+        clones[op.results[0]] = clone.results[0]
+    replace_all_uses(fn, convert.results[0], clones[source])
+    return True
+
+
+def _remove_dead(fn: Function) -> None:
+    changed = True
+    while changed:
+        changed = False
+        users = _users(fn)
+        for op in list(fn.walk()):
+            removable = op.name == "convert_layout" or is_removable_when_unused(op)
+            if removable and op.results and all(not users.get(r) for r in op.results):
+                op.parent.ops.remove(op)
+                changed = True
+
+
+def cleanup_conversions(fn: Function) -> None:
+    """Remove conversions that change nothing, fold chains of conversions,
+    compute cheap values again in the wanted layout instead of converting them,
+    and drop what became unused."""
+    for op in list(fn.walk()):
+        if op.name != "convert_layout":
+            continue
+        source = op.operands[0]
+        while source.defining_op is not None and source.defining_op.name == "convert_layout":
+            source = source.defining_op.operands[0]
+        op.operands[0] = source
+        if source.type == op.results[0].type:
+            replace_all_uses(fn, op.results[0], source)
+        else:
+            _rematerialize(fn, op)
+    _remove_dead(fn)
+
+
+def conversions(fn: Function) -> list[Operation]:
+    """The `convert_layout` ops of `fn`, in program order."""
+    return [op for op in fn.walk() if op.name == "convert_layout"]
+
+
+
+def verify_layouts(fn: Function) -> None:
+    """Check the invariants codegen relies on; AssertionError naming the op when broken:
+    every block value has a distributed layout; elementwise ops, memory ops, scans
+    and carried values agree; shape ops and reductions follow their layout rules."""
+
+    def same(op: Operation, values: list[Value]) -> None:
+        layouts = {v.type.layout for v in _blocks(values)}
+        assert len(layouts) <= 1, f"{op.name} at {op.loc} mixes layouts {layouts}"
+
+    for op in _walk_with_regions(fn.body):
+        for v in _blocks(op.results) + [a for r in op.regions for a in _blocks(r.args)]:
+            assert isinstance(v.type.layout, DistributedLayout), f"{op.name} at {op.loc}: {v.type} has no layout"
+        if op.name in ELEMENTWISE_OPS or op.name in MEMORY_OPS or op.name == "scan":
+            same(op, op.operands + op.results)
+        elif op.name in ("broadcast", "expand_dims"):
+            assert operand_layout_for(op, op.results[0].type.layout) == op.operands[0].type.layout, (
+                f"{op.name} at {op.loc}: operand {op.operands[0].type} for result {op.results[0].type}")
+        elif op.name == "reduce" and _is_block(op.results[0]):
+            expected = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
+            assert all(r.type.layout == expected for r in op.results), f"reduce at {op.loc}: {op.results[0].type}"
+        elif op.name == "for":
+            body = op.regions[0]
+            for i, result in enumerate(op.results):
+                same(op, [op.operands[3 + i], body.args[1 + i], body.terminator.operands[i], result])
+        elif op.name == "if":
+            for i, result in enumerate(op.results):
+                same(op, [op.regions[0].terminator.operands[i], op.regions[1].terminator.operands[i], result])
+        elif op.name == "while":
+            before, after = op.regions
+            for i, init in enumerate(op.operands):
+                same(op, [init, before.args[i], after.terminator.operands[i]])
+            for i, result in enumerate(op.results):
+                same(op, [before.terminator.operands[1 + i], after.args[i], result])
