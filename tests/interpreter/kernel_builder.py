@@ -28,10 +28,10 @@ class KernelBuilder:
         self.b.loc = Location(self.file, line, 0, self.fn.name)
         return self
 
-    def op(self, name: str, operands=(), result=None, regions=(), **attrs):
+    def op(self, opname: str, operands=(), result=None, /, *, regions=(), **attrs):
         results = [] if result is None else ([result] if isinstance(result, (str, dtype)) else list(result))
         types = [T(r) if isinstance(r, str) else r for r in results]
-        op = self.b.create(name, list(operands), types, attrs, list(regions))
+        op = self.b.create(opname, list(operands), types, attrs, list(regions))
         if len(op.results) == 1:
             return op.results[0]
         return op.results
@@ -62,7 +62,7 @@ class KernelBuilder:
         return self.module
 
 
-def elementwise(op_name: str, inputs, in_types, out_type: str, **attrs):
+def elementwise(op_name: str, inputs, in_types, out_type: str, /, **attrs):
     """Run one program that loads each input block, applies `op_name`, and stores
     the result; returns the output in its memory representation.
 
