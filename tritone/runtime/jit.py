@@ -227,7 +227,7 @@ class JITFunction(KernelInterface[T]):
     """
 
     def __init__(self, fn: Callable, version=None, do_not_specialize=None, do_not_specialize_on_alignment=None,
-                 debug: bool | None = None, noinline: bool | None = None, repr: Callable | None = None,
+                 debug: bool | None = None, noinline: bool | None = None,
                  launch_metadata: Callable | None = None):
         self.fn = fn
         self.module = fn.__module__
@@ -243,7 +243,6 @@ class JITFunction(KernelInterface[T]):
         self.file_name = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.debug = debug
         self.noinline = noinline
-        self._repr = repr
         self.launch_metadata = launch_metadata
 
         no_spec = _resolve_indices(do_not_specialize, self.arg_names, self.__name__, "do_not_specialize")
@@ -436,14 +435,16 @@ def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specia
     """Mark a function as a kernel: `@jit` or `@jit(do_not_specialize=[...], ...)`.
 
     `do_not_specialize` / `do_not_specialize_on_alignment` take parameter
-    indices or names. Kernels are compiled on their first launch per
-    specialization (see `tritone.runtime.specialize`)."""
+    indices or names. `launch_metadata(grid, metadata, args)` adds entries to
+    what the launch hooks receive. `version` and `repr` (profiler naming) are
+    accepted for compatibility and have no effect. Kernels are compiled on
+    their first launch per specialization (see `tritone.runtime.specialize`)."""
 
     def decorator(function: T) -> JITFunction[T]:
         assert callable(function), f"@jit applies to functions, got {function!r}"
         return JITFunction(function, version=version, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
-                           noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+                           noinline=noinline, launch_metadata=launch_metadata)
 
     if fn is not None:
         return decorator(fn)
