@@ -234,3 +234,34 @@ PLAIN_GLOBAL = 12345
 @jit
 def global_kernel(X):
     tl.store(X, PLAIN_GLOBAL + LIMIT)
+
+
+def _make_op(scale_by):
+    @jit
+    def op(x):
+        return x * scale_by
+
+    return op
+
+
+DOUBLE = _make_op(tl.constexpr(2.0))
+TRIPLE = _make_op(tl.constexpr(3.0))
+
+
+@jit
+def apply(x, fn):
+    return fn(x)
+
+
+@jit
+def two_closures_kernel(X):
+    x = tl.load(X)
+    tl.store(X, apply(x, DOUBLE) + apply(x, TRIPLE))
+
+
+def test_functions_of_one_name_passed_as_constexprs_get_their_own_specialisations():
+    module = compile_ir(two_closures_kernel, {"X": "*fp32"})
+    first, second = (c.attrs["callee"] for c in ops_named(module.kernel, "call"))
+    assert first != second
+    values = sorted(op.attrs["value"] for op in module.walk() if op.name == "constant")
+    assert values == [2.0, 3.0]

@@ -153,11 +153,10 @@ def constexpr_key(value: Any) -> str:
         return f"{type(value).__name__}:({inner})"
     if isinstance(value, pytypes.ModuleType):
         return f"module:{value.__name__}"
-    qualname = getattr(value, "__qualname__", None)
-    module = getattr(value, "__module__", None)
-    if qualname is not None and module is not None:
-        return f"{type(value).__name__}:{module}.{qualname}"
-    return f"{type(value).__name__}:{value!r}"
+    # Functions and other objects: two objects of one name (closures made by a
+    # factory) must not share a specialisation, so the identity is part of the key.
+    name = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+    return f"{type(value).__name__}:{name}@{id(value):x}"
 
 
 def _is_namedtuple_instance(value: Any) -> bool:
