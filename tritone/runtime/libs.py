@@ -251,7 +251,8 @@ class _Searcher:
 
 def nvrtc_search(platform: Platform, override: str | None = None) -> Search:
     """Every NVRTC candidate on `platform`, in tritone's order (see the module's
-    docstring), without loading any. `override` is TRITONE_NVRTC_PATH's value."""
+    docstring), without loading any (cuda-pathfinder, when installed, loads
+    what it finds). `override` is TRITONE_NVRTC_PATH's value."""
     searcher = _Searcher(platform)
     windows = platform.is_windows
     if override:
@@ -349,7 +350,7 @@ def _search_system(platform: Platform, searcher: _Searcher) -> None:
         source = "system loader (LD_LIBRARY_PATH, ld.so.cache)"
         found = platform.find_library("nvrtc")
         if found:
-            names = (found, *names)
+            names = tuple(dict.fromkeys((found, *names)))
     searcher.places.append(f"{source}: {', '.join(names)}")
     searcher.candidates += [Candidate(name, source) for name in names]
 
