@@ -233,3 +233,15 @@ def test_random_matches_the_philox_model(offset_type, np_type):
     _, fourth = pair_uniform_to_normal(uint_to_uniform_float(c2), uint_to_uniform_float(c3))
     np.testing.assert_allclose(g[:n], first, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g[n:], fourth, rtol=1e-5, atol=1e-6)
+
+
+@jit
+def debug_random_kernel(seed, Out, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Out + offs, tl.rand(seed, offs))
+
+
+def test_random_has_no_overflow_checks_in_debug_mode():
+    module = ast_to_ir(debug_random_kernel, {"seed": "i32", "Out": "*fp32"}, {"N": 16}, {**OPTIONS, "debug": True})
+    verify(module)
+    assert not [op for op in module.walk() if op.name == "assert"]

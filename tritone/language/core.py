@@ -55,11 +55,6 @@ def _unwrap_if_constexpr(value):
     return value.value if isinstance(value, constexpr) else value
 
 
-def _unwrap_shape(shape):
-    shape = _unwrap_if_constexpr(shape)
-    return [_unwrap_if_constexpr(s) for s in shape]
-
-
 class base_value:
     """Anything a kernel variable can hold at compile time."""
 

@@ -88,7 +88,7 @@ def randint4x(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
     counter `(offset low, offset high for 64-bit offsets, 0, 0)`)."""
     offset = core.to_tensor(offset)
     counter_lo = offset.to(core.uint32)
-    zero = counter_lo * 0
+    zero = core.full(counter_lo.shape, 0, core.uint32)
     if offset.dtype.primitive_bitwidth > 32:
         counter_hi = (offset >> 32).to(core.uint32)
     else:
@@ -113,8 +113,9 @@ def uint_to_uniform_float(x):
         core.static_assert(x.dtype == core.uint64 or x.dtype == core.int64, "expected 32- or 64-bit integers")
         x = x.to(core.int64, bitcast=True)
         scale = 1.0842020432385337e-19
-    # x and ~x give the same value, so the sign bit is used up
-    x = core.where(x < 0, -x - 1, x)
+    # x and ~x give the same value, so the sign bit is used up (INT_MIN wraps to INT_MAX)
+    flipped = core.sub(core.sub(0, x, sanitize_overflow=False), 1, sanitize_overflow=False)
+    x = core.where(x < 0, flipped, x)
     return x * scale
 
 
