@@ -89,7 +89,8 @@ def _optional(kinds: tuple[type, ...], allowed: tuple[Any, ...] | None = None) -
     return AttrSpec(kinds, False, allowed)
 
 
-_CACHE = _optional(_STR, ("", ".ca", ".cg", ".cv"))
+_LOAD_CACHE = _optional(_STR, ("", ".ca", ".cg", ".cv"))
+_STORE_CACHE = _optional(_STR, ("", ".wb", ".cg", ".cs", ".wt"))
 _EVICT = _optional(_STR, ("", "evict_first", "evict_last", "evict_normal"))
 _SEM = _optional(_STR, ("relaxed", "acquire", "release", "acq_rel"))
 _SCOPE = _optional(_STR, ("gpu", "cta", "sys"))
@@ -142,8 +143,8 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("cast", 1, 1, 1, {"rounding": _optional(_STR, ("rtne", "rtz"))}),
         OpSpec("bitcast", 1, 1, 1),
         # memory
-        OpSpec("load", 1, 3, 1, {"cache": _CACHE, "evict": _EVICT, "volatile": _optional(_BOOL)}, effect=READ),
-        OpSpec("store", 2, 3, 0, {"cache": _CACHE, "evict": _EVICT}, effect=WRITE),
+        OpSpec("load", 1, 3, 1, {"cache": _LOAD_CACHE, "evict": _EVICT, "volatile": _optional(_BOOL)}, effect=READ),
+        OpSpec("store", 2, 3, 0, {"cache": _STORE_CACHE, "evict": _EVICT}, effect=WRITE),
         OpSpec("atomic_rmw", 2, 3, 1, {"kind": _attr(_STR, ATOMIC_KINDS), "sem": _SEM, "scope": _SCOPE},
                effect=WRITE),
         OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE),
