@@ -305,8 +305,11 @@ class JITFunction(KernelInterface[T]):
         from ..language.core import constexpr
 
         closure = {}
-        if self.fn.__closure__:
-            closure = dict(zip(self.fn.__code__.co_freevars, (c.cell_contents for c in self.fn.__closure__)))
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # a closure variable not assigned yet
+                continue
         parts = []
         for dotted in _global_references(self.src, set(self.arg_names)):
             head, *rest = dotted.split(".")
