@@ -107,13 +107,16 @@ def test_abs_keeps_int_min():
 
 
 def test_float_mod_is_the_gpu_fma_formula():
-    x = np.array([1, np.nan, -2, .5, 1e10, 1.9999, 7.5, -7.5], dtype=np.float32)
-    y = np.array([np.nan, 3, 5, .25, 3.3, 1, np.inf, 2], dtype=np.float32)
+    x = np.array([1, np.nan, -2, .5, 1e10, 1.9999, 7.5, -7.5, -3, np.inf, np.inf, 0], dtype=np.float32)
+    y = np.array([np.nan, 3, 5, .25, 3.3, 1, np.inf, 2, 3, 2, -np.inf, 0], dtype=np.float32)
+    x, y = np.resize(x, 16), np.resize(y, 16)
     got = elementwise("mod", [x, y], ["fp32", "fp32"], "fp32")
-    assert np.isnan(got[:2]).all()
+    assert np.isnan(got[[0, 1, 9, 11]]).all()
     assert got[2] == -2 and got[3] == 0 and got[7] == -1.5 and got[6] == 7.5
     assert abs(got[4] - 323.696) < 1e-3
     assert got[5] == np.float32(1.9999) - 1
+    # fma(1, 3, -3) is +0 (fmod would keep the dividend's sign); x is kept when y is infinite.
+    assert got[8] == 0 and not np.signbit(got[8]) and got[10] == np.inf
 
 
 def test_max_min_nan_handling():

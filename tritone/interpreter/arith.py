@@ -85,11 +85,13 @@ def make_mod(op: Operation) -> Impl:
     name = ty.name
 
     def float_mod(a, b):
-        # The GPU's frem: a - trunc(div.rn(a, b)) * b as one fma; a when b is inf.
+        # The GPU's frem: fma.rn(-trunc(div.rn(a, b)), b, a), so an exact zero
+        # result is +0 even for a negative a (fmod would give -0).
         quotient = np.trunc(V.round_value(np.asarray(a, np.float64) / np.asarray(b, np.float64), ty)
                             if V.is_emulated_float(ty) else np.true_divide(a, b))
         r = floats.fma(-quotient, b, a, name)
-        return np.where(np.isinf(b) & np.isfinite(a), a, r).astype(V.value_dtype(ty))[()]
+        # As `testp.infinite` + `selp`: x whenever y is infinite, whatever x is.
+        return np.where(np.isinf(b), a, r).astype(V.value_dtype(ty))[()]
     return float_mod
 
 

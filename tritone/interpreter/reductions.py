@@ -93,7 +93,8 @@ def make_dot(op: Operation) -> Callable:
 
 def make_splat(op: Operation) -> Callable:
     shape = V.shape_of(op.results[0].type)
-    return lambda x: np.broadcast_to(x, shape)
+    vdt = V.value_dtype(op.results[0].type)
+    return lambda x: np.full(shape, x, dtype=vdt)
 
 
 def make_broadcast(op: Operation) -> Callable:
