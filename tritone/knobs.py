@@ -103,6 +103,8 @@ class CompilationKnobs(_Group):
     """Compile every kernel in debug mode (device asserts on, IR verified after each pass)."""
     default_fp_fusion = _env_bool("TRITON_DEFAULT_FP_FUSION", default=True)
     """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma)."""
+    allow_non_constexpr_globals = _env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
+    """Let kernels read plain (non-constexpr) global values, baked in at compile time."""
 
 
 class LanguageKnobs(_Group):
@@ -124,8 +126,16 @@ class NvidiaKnobs(_Group):
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
 
 
+class AutotuningKnobs(_Group):
+    print = _env_bool("TRITON_PRINT_AUTOTUNING")
+    """Print each autotuned kernel's chosen config and how long tuning took."""
+    cache = _env_bool("TRITON_CACHE_AUTOTUNING")
+    """Keep autotuning results on disk, so later processes start without tuning again."""
+
+
 runtime = RuntimeKnobs()
 compilation = CompilationKnobs()
 language = LanguageKnobs()
 cache = CacheKnobs()
 nvidia = NvidiaKnobs()
+autotuning = AutotuningKnobs()

@@ -252,11 +252,8 @@ CASES = [
          signature={"X": "*fp32"}),
     Case(uses_chained_comparison, 2, 7, "simultaneous multiple comparison is not supported"),
     Case(uses_plain_global, 1, 17,
-         "Cannot access global variable PLAIN_GLOBAL from within @jit'ed function. Triton kernels can only access "
-         "global variables that are instantiated as constexpr (`x = triton.language.constexpr(42)`). Note that "
-         "this is different from annotating a variable as constexpr (`x: triton.language.constexpr = 42`), which "
-         "is not supported.  Alternatively, set the envvar TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1, but we do not "
-         "promise to support this forever.", CompilationError, {"X": "*fp32"}),
+         "Cannot access global variable PLAIN_GLOBAL from within @jit'ed function: a kernel reads only globals "
+         "that are compile-time constants", CompilationError, {"X": "*fp32"}),
     Case(uses_return_in_loop, 2, 8,
          "Cannot have `return` statements inside `while` or `for` statements in triton."),
     Case(uses_bare_return_in_while, 3, 8,

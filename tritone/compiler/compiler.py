@@ -217,7 +217,9 @@ def compile(src: ASTSource, target: GPUTarget | None = None, options: dict | Non
     kernel_options = options if isinstance(options, KernelOptions) else KernelOptions.from_dict(
         dict(options or {}), debug_default=bool(src.fn.debug))
     signature, constexprs, divisible = src.frontend_inputs()
-    frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible}
+    frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
+                        "fp32_default": knobs.language.fp32_default,
+                        "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
     module = ast_to_ir(src.fn, signature, constexprs, frontend_options)
     module = run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
     digest = hashlib.sha256("\n".join([

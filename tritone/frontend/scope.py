@@ -29,11 +29,10 @@ PYTHON_BUILTINS: dict[str, Any] = {
 _ABSENT = object()
 
 _NON_CONSTEXPR_GLOBAL = (
-    "Cannot access global variable {name} from within @jit'ed function. Triton kernels can only access "
-    "global variables that are instantiated as constexpr (`x = triton.language.constexpr(42)`). Note that "
-    "this is different from annotating a variable as constexpr (`x: triton.language.constexpr = 42`), which "
-    "is not supported.  Alternatively, set the envvar TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1, but we do not "
-    "promise to support this forever.")
+    "Cannot access global variable {name} from within @jit'ed function: a kernel reads only globals "
+    "that are compile-time constants. Wrap the value as `{name} = tl.constexpr(...)` where it is defined, "
+    "pass it to the kernel as a `tl.constexpr` parameter, or set TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1 to bake "
+    "its current value into the kernel.")
 
 
 def is_jit_function(value: Any) -> bool:
