@@ -253,7 +253,9 @@ CASES = [
     Case(uses_chained_comparison, 2, 7, "simultaneous multiple comparison is not supported"),
     Case(uses_plain_global, 1, 17,
          "Cannot access global variable PLAIN_GLOBAL from within @jit'ed function: a kernel reads only globals "
-         "that are compile-time constants", CompilationError, {"X": "*fp32"}),
+         "that are compile-time constants. Wrap the value as `PLAIN_GLOBAL = tl.constexpr(...)` where it is defined, "
+         "pass it to the kernel as a `tl.constexpr` parameter, or set TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1 to bake "
+         "its current value into the kernel.", CompilationError, {"X": "*fp32"}),
     Case(uses_return_in_loop, 2, 8,
          "Cannot have `return` statements inside `while` or `for` statements in triton."),
     Case(uses_bare_return_in_while, 3, 8,
