@@ -260,3 +260,21 @@ def test_scalar_atomic_counter_across_programs():
     tickets = torch.full((50,), -1, dtype=torch.int32)
     run_kernel(k.finish(), (50, 1, 1), [count, tickets])
     assert count.item() == 50 and tickets.tolist() == list(range(50))
+
+
+def test_masked_off_scalar_store_through_null_does_nothing():
+    k = KernelBuilder("maybe_store", [("x", "*fp32"), ("flag", "i1")])
+    k.op("store", [k.args["x"], k.const(1.0, "fp32"), k.args["flag"]])
+    run_kernel(k.finish(), (4, 1, 1), [None, False])
+
+
+def test_device_memory_is_rejected():
+    class FakeCudaTensor:
+        device = torch.device("cuda", 0) if hasattr(torch, "device") else None
+
+        def data_ptr(self):
+            return 0x1000
+
+    k = KernelBuilder("device", [("x", "*fp32")])
+    with pytest.raises(InterpreterError, match="CPU memory"):
+        run_kernel(k.finish(), (1, 1, 1), [FakeCudaTensor()])

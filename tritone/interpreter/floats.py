@@ -19,8 +19,6 @@ from functools import lru_cache
 
 import numpy as np
 
-ROUNDING_MODES = ("rn", "rz", "rd", "ru")
-
 
 @dataclass(frozen=True)
 class FloatFormat:
@@ -45,10 +43,6 @@ class FloatFormat:
     def emin(self) -> int:
         """Exponent of the smallest normal number."""
         return 1 - self.bias
-
-    @property
-    def bits(self) -> int:
-        return 1 + self.exp_bits + self.man_bits
 
     @property
     def has_inf(self) -> bool:

@@ -23,7 +23,7 @@ from ..ir.core import Operation
 from . import arith, floats, special
 from . import values as V
 
-_MODES = {"rn": "rn", "rz": "rz", "rd": "rd", "ru": "ru"}
+_MODES = ("rn", "rz", "rd", "ru")
 
 
 def make_extern(op: Operation) -> Callable:

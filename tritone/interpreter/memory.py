@@ -97,6 +97,9 @@ class Memory:
             self.add_span(start, nbytes, name)
             return arg.__array_interface__["data"][0]
         if hasattr(arg, "data_ptr"):
+            device = getattr(arg, "device", None)
+            if device is not None and getattr(device, "type", "cpu") != "cpu":
+                raise TypeError(f"argument {name!r} lives on {device}; the interpreter needs CPU memory")
             address = int(arg.data_ptr())
             storage = getattr(arg, "untyped_storage", None)
             if storage is not None:
@@ -167,8 +170,10 @@ class Memory:
 
     def _element_index(self, addresses: np.ndarray, idx: np.ndarray, storage: np.dtype):
         """Yield (positions, typed view, element indices) per buffer touched."""
-        first = int(idx[0]) if idx.size else 0
-        if idx.size == 0 or (idx == first).all():
+        if idx.size == 0:
+            return
+        first = int(idx[0])
+        if (idx == first).all():
             groups = [(slice(None), first)]
         else:
             groups = [(idx == b, int(b)) for b in np.unique(idx)]

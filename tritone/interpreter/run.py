@@ -77,6 +77,7 @@ class _Launch:
         self.slots: dict[Value, int] = {}
         self.functions: dict[str, _Compiled] = {}
         self.compiling: set[str] = set()
+        self.entry: _Compiled | None = None
 
     # -- arguments ------------------------------------------------------------
     def bind_arguments(self, args: list) -> None:
