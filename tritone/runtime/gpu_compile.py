@@ -1,0 +1,203 @@
+"""Compiling a kernel for the GPU: module IR -> CUDA C++ (`backends/cuda`) ->
+NVRTC -> cubin, through the disk cache.
+
+`compile_kernel` computes the cache key first, from tritone's own source hash,
+the kernel's hash (its source, callees and globals, and the specialization),
+the options, the target and the NVRTC that compiles, so a cache hit skips the
+frontend as well as NVRTC. The key, 32 hex digits, is also the compiled
+kernel's `hash`, so `_base32(kernel.hash)` names its cache folder as
+TorchInductor expects.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .. import knobs
+from ..backends.compiler import GPUTarget, KernelOptions
+from ..ir.core import Module
+from ..ir.printer import print_module
+from . import cuda_driver, libs
+from .cache import KernelCache, default_cache, triton_key
+from .nvrtc import CompileResult, NVRTCError
+
+KEY_DIGITS = 32
+# The CUDA backend's entry point: (module, target, options) -> (source, entry name, metadata).
+Generator = Callable[[Module, GPUTarget, KernelOptions], "tuple[str, str, Mapping[str, Any]]"]
+
+
+class Compiler(Protocol):
+    """What compiles CUDA C++: `tritone.runtime.nvrtc.NVRTC`, or a stand-in in tests."""
+
+    version: tuple[int, int]
+
+    def compile(self, source: str, name: str, arch: int, *, ptx_only: bool = False, options: Sequence[str] = (),
+                arch_suffix: str = "") -> CompileResult:
+        ...
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The NVRTC that compiles and for what: a cubin for `sm_<arch>`, or with
+    `ptx_only` PTX for `compute_<arch>` that the driver compiles at load."""
+
+    compiler: Compiler
+    arch: int
+    ptx_only: bool
+
+    @property
+    def key(self) -> str:
+        """What of the toolchain changes the output (part of the cache key)."""
+        major, minor = self.compiler.version
+        return f"nvrtc {major}.{minor} {'compute' if self.ptx_only else 'sm'}_{self.arch}"
+
+
+@functools.lru_cache(maxsize=1)
+def _driver_version() -> int | None:
+    """The CUDA version the driver supports, None where there is no usable driver
+    (compiling for a given target needs no GPU)."""
+    try:
+        return cuda_driver.driver().driver_version()
+    except (libs.LibraryNotFound, cuda_driver.CudaError):
+        return None
+
+
+def select_toolchain(target: GPUTarget, *, forced: bool = False) -> Toolchain:
+    """The NVRTC `libs` chooses for `target.arch`. With `forced` (TRITONE_TARGET
+    set) the target may be older than the GPU, so PTX is compiled for the driver
+    to JIT; so it is too when no NVRTC present knows the architecture."""
+    choice = libs.nvrtc_for(int(target.arch), driver_version=_driver_version())
+    if choice.ptx_fallback:
+        return Toolchain(choice.nvrtc, int(choice.target_arch), True)
+    return Toolchain(choice.nvrtc, int(target.arch), forced)
+
+
+def cache_key(src_hash: str, options: KernelOptions, target: GPUTarget, toolchain: Toolchain) -> str:
+    """The compiled kernel's hash and cache key: 32 hex digits (128 bits) of a sha256."""
+    text = "\n".join([triton_key(), src_hash, options.hash(), repr(target), toolchain.key])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_DIGITS]
+
+
+@dataclass(frozen=True, eq=False)
+class GPUBinary:
+    """What a `CompiledKernel` needs from a GPU compilation. `asm` maps "ttir"
+    (the optimised IR), "cuda" (the generated source), "ptx" and, unless only PTX
+    was compiled, "cubin" (bytes). `metadata` holds name, entry, num_warps,
+    num_ctas, shared, hash, target (a GPUTarget), nvrtc, compiled_for and what
+    the code generator reported; `from_cache` whether it came from disk."""
+
+    hash: str
+    asm: Mapping[str, str | bytes]
+    metadata: Mapping[str, Any]
+    from_cache: bool
+
+
+def nvrtc_options(options: KernelOptions, generated: Mapping[str, Any]) -> list[str]:
+    """NVRTC's command line for a kernel compiled with `options`, plus those the
+    code generator asks for (`metadata["nvrtc_options"]`)."""
+    flags = [f"--fmad={'true' if options.enable_fp_fusion else 'false'}", "--generate-line-info"]
+    if options.maxnreg is not None:
+        flags.append(f"--maxrregcount={options.maxnreg}")
+    flags.extend(generated.get("nvrtc_options", ()))
+    return flags
+
+
+def _cuda_generator() -> Generator:
+    # The CUDA backend imports most of the compiler, which imports the runtime:
+    # it is loaded when the first kernel is compiled for a GPU.
+    from ..backends.cuda import generate_cuda
+
+    return generate_cuda
+
+
+_DEFAULT: Any = object()
+
+
+def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Module], target: GPUTarget,
+                   options: KernelOptions, *, toolchain: Toolchain | None = None,
+                   cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
+                   always_compile: bool | None = None) -> GPUBinary:
+    """Compile kernel `name` for `target`, or take it from the cache.
+
+    `src_hash` identifies the source and specialization (`ASTSource.hash()`);
+    `build_ir(codegen_target)` runs the frontend and passes, only on a miss. The
+    code is generated for the architecture NVRTC compiles for, which is older
+    than `target` when the toolchain falls back to PTX. Defaults: the toolchain
+    of `select_toolchain`, the cache of TRITON_CACHE_DIR (None: no disk cache),
+    the CUDA backend's `generate_cuda`, and TRITON_ALWAYS_COMPILE (skip cache
+    reads, still write). NVRTC failures raise `NVRTCError` naming the kernel."""
+    toolchain = toolchain or select_toolchain(target, forced=knobs.nvidia.target is not None)
+    cache = default_cache() if cache is _DEFAULT else cache
+    always_compile = knobs.compilation.always_compile if always_compile is None else always_compile
+    key = cache_key(src_hash, options, target, toolchain)
+    if cache is not None and not always_compile:
+        entry = cache.get(key, name)
+        if entry is not None and _usable(entry.files, entry.metadata):
+            return GPUBinary(key, _asm_from_files(entry.files), _metadata_from_json(entry.metadata), True)
+
+    codegen_target = GPUTarget(target.backend, toolchain.arch, target.warp_size)
+    module = build_ir(codegen_target)
+    ttir = print_module(module)
+    source, entry_name, generated = (generate or _cuda_generator())(module, codegen_target, options)
+    try:
+        result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
+                                            options=nvrtc_options(options, generated),
+                                            arch_suffix=generated.get("arch_suffix", ""))
+    except NVRTCError as error:
+        where = _keep_failed_source(cache, key, name, source)
+        raise NVRTCError(f"kernel {name}: {error.message}" + (f"\nthe generated CUDA is in {where}" if where else ""),
+                         log=error.log, call=error.call, code=error.code) from None
+
+    metadata = {
+        **{k: v for k, v in generated.items() if k not in ("nvrtc_options",)},
+        "name": name, "entry": entry_name, "num_warps": options.num_warps, "num_ctas": options.num_ctas,
+        "shared": int(generated.get("shared", 0)), "hash": key,
+        "target": [target.backend, target.arch, target.warp_size],
+        "nvrtc": f"{result.nvrtc_version[0]}.{result.nvrtc_version[1]}", "compiled_for": result.target,
+    }
+    files = {"ttir": ttir.encode("utf-8"), "cu": source.encode("utf-8"), "ptx": result.ptx.encode("utf-8")}
+    if result.cubin is not None:
+        files["cubin"] = result.cubin
+    if cache is not None:
+        cache.put(key, name, files, metadata)
+    return GPUBinary(key, _asm_from_files(files), _metadata_from_json(metadata), False)
+
+
+def _usable(files: Mapping[str, bytes], metadata: Mapping[str, Any]) -> bool:
+    """Whether a verified entry has what a kernel needs (an entry written by
+    another tool under the same key might not)."""
+    return {"ttir", "cu", "ptx"} <= set(files) and {"name", "entry", "shared", "target"} <= set(metadata)
+
+
+def _asm_from_files(files: Mapping[str, bytes]) -> dict[str, str | bytes]:
+    asm: dict[str, str | bytes] = {
+        "ttir": files["ttir"].decode("utf-8"), "cuda": files["cu"].decode("utf-8"),
+        "ptx": files["ptx"].decode("utf-8")}
+    if "cubin" in files:
+        asm["cubin"] = files["cubin"]
+    return asm
+
+
+def _metadata_from_json(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    result = dict(metadata)
+    backend, arch, warp_size = result["target"]
+    result["target"] = GPUTarget(backend, arch, warp_size)
+    return result
+
+
+def _keep_failed_source(cache: KernelCache | None, key: str, name: str, source: str) -> str | None:
+    """Save the source NVRTC rejected in the entry folder (no commit mark, so the
+    entry stays a miss) for a person to read; its path, or None."""
+    if cache is None:
+        return None
+    path = cache.path(key, name, "cu")
+    try:
+        cache.write_file(path, source.encode("utf-8"))
+    except OSError:
+        return None
+    return path
+
