@@ -355,3 +355,18 @@ def test_bf16_block_reduce_with_torch_tensor():
     out = torch.zeros(1, dtype=torch.bfloat16)
     run_kernel(k.finish(), (1, 1, 1), [values, out])
     assert out[0] == values.max()
+
+
+def test_device_print_several_operands_and_floats(capsys):
+    k = KernelBuilder("printer2", [("x", "*fp16")])
+    v = k.op("load", [_ptrs(k, k.args["x"], _grid_offsets(k, 2, 4, 4), "fp16", [2, 4])], "<2x4xfp16>")
+    hinted = k.op("hint", [v], "<2x4xfp16>", kind="multiple_of", values=(1, 1))
+    k.op("barrier", [])
+    k.op("assume", [k.const(True, "i1")])
+    k.op("print", [hinted, k.const(-3, "<2x4xi8>")], prefix=" v: ", hex=False)
+    x = np.array([0.5, -1.25, 2, 3, 4, 5, 6, 7.75], dtype=np.float16)
+    run_kernel(k.finish(), (1, 1, 1), [x])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "pid (0, 0, 0) idx (0, 1) v: (operand 0) -1.250000"
+    assert lines[7] == "pid (0, 0, 0) idx (1, 3) v: (operand 0) 7.750000"
+    assert lines[8] == "pid (0, 0, 0) idx (0, 0) v: (operand 1) -3"

@@ -270,7 +270,7 @@ def test_masked_off_scalar_store_through_null_does_nothing():
 
 def test_device_memory_is_rejected():
     class FakeCudaTensor:
-        device = torch.device("cuda", 0) if hasattr(torch, "device") else None
+        device = torch.device("cuda", 0)
 
         def data_ptr(self):
             return 0x1000

@@ -150,8 +150,7 @@ def round_to_dtype(x, name: str, mode: str = "rn") -> np.ndarray:
     in `rz` finite overflow gives the largest finite value and inf stays inf
     where the format has one."""
     if name == "fp64":
-        x64 = np.asarray(x, dtype=np.float64)
-        return x64 if mode == "rn" else x64.copy()
+        return np.asarray(x, dtype=np.float64)
     fmt = FORMATS[name]
     src = np.asarray(x)
     if mode == "rn" and name == "fp32":
