@@ -8,13 +8,12 @@ work on scalars and blocks alike (reduce/scan regions call them with blocks).
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import numpy as np
 
 from ..ir.core import Operation
-from . import floats
+from . import floats, special
 from . import values as V
 
 Impl = Callable[..., object]
@@ -61,10 +60,6 @@ def _binary(numpy_fn, bool_fn=None) -> Callable[[Operation], Impl]:
             raise TypeError(f"{op.name} on pointers is not an IR operation (use addptr)")
         return numpy_fn
     return make
-
-
-def _divide(a, b):
-    return np.true_divide(a, b)
 
 
 def make_floordiv(op: Operation) -> Impl:
@@ -242,8 +237,7 @@ def _ftz_input(fn, ty) -> Impl:
 
 
 def _erf(x):
-    vector = np.frompyfunc(math.erf, 1, 1)
-    return vector(np.asarray(x, dtype=np.float64)).astype(np.asarray(x).dtype)[()]
+    return special.erf(x).astype(np.asarray(x).dtype)[()]
 
 
 def make_math(op: Operation) -> Impl:
@@ -356,8 +350,8 @@ MAKERS: dict[str, Callable[[Operation], Impl]] = {
     "add": _binary(np.add, np.bitwise_xor),
     "sub": _binary(np.subtract, np.bitwise_xor),
     "mul": _binary(np.multiply, np.bitwise_and),
-    "div": _binary(_divide),
-    "div_rn": _binary(_divide),
+    "div": _binary(np.true_divide),
+    "div_rn": _binary(np.true_divide),
     "floordiv": make_floordiv,
     "mod": make_mod,
     "and": _binary(np.bitwise_and),
