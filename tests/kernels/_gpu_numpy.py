@@ -140,7 +140,9 @@ def float_mod(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
             elif not (np.isfinite(x) and np.isfinite(y) and np.isfinite(t)) or y == 0:
                 flat[i] = np.nan
             else:
-                flat[i] = _round_fraction(Fraction(x) - Fraction(t) * Fraction(y), dtype, signed_zero_of=x)
+                # An exact zero is +0.0: x and t*y have the same sign, and
+                # x - t*y of equal values rounds to +0 (unlike fmod's -0 for x < 0).
+                flat[i] = _round_fraction(Fraction(x) - Fraction(t) * Fraction(y), dtype)
     return out
 
 

@@ -38,8 +38,11 @@ def positive_floats(rng: np.random.Generator, shape, name: str, span: float = 30
 
 
 def ints(rng: np.random.Generator, shape, name: str, low=None, high=None) -> np.ndarray:
-    if not is_signed(name) and low is not None:
-        low = max(low, 0)
+    """Integers in [low, high] clipped to the dtype's range (default: all of it)."""
+    if name != "int1":
+        info = np.iinfo(NUMPY_DTYPES[name])
+        low = None if low is None else max(low, int(info.min))
+        high = None if high is None else min(high, int(info.max))
     return random_array(rng, shape, name, low=low, high=high)
 
 
