@@ -1,0 +1,534 @@
+"""Launching a compiled kernel on a GPU through the driver API.
+
+A `LaunchSpec` says what a kernel binary needs at launch: its parameters and
+their types, the block size, the dynamic shared memory, the cubin (or PTX).
+A `LaunchPlan` is that spec loaded on one device: the `CUfunction`, one ctypes
+value per run-time parameter allocated once, the array of their addresses that
+`cuLaunchKernel` reads, and a launch function generated once with `exec` for
+this parameter list. A launch writes each argument into its slot and calls
+`cuLaunchKernel`; nothing is allocated per call.
+
+Arguments: pointers are a tensor (`data_ptr()`), an object with
+`__cuda_array_interface__` (CuPy, Numba), an int address or None (null); a tensor
+on the CPU or on another GPU is refused with an error naming the parameter.
+Scalars are written with the width of their signature type after a range check.
+The stream is the caller's, else torch's current stream on the device once torch
+has initialised CUDA, else the default stream 0.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import struct
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import OutOfResources, TritonError
+from .cuda_driver import CudaDriver, CudaError, DeviceAttribute, FunctionAttribute, PointerAttribute
+from .jit import TensorWrapper
+
+MAX_GRID = (2**31 - 1, 65535, 65535)
+# Shared memory above this needs the MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+# Launch failures that mean "the context current on this thread is not the
+# module's": no context yet on a new thread, or another one made current.
+_CUDA_ERROR_INVALID_CONTEXT = 201
+_CUDA_ERROR_INVALID_HANDLE = 400
+_CONTEXT_ERRORS = frozenset({_CUDA_ERROR_INVALID_CONTEXT, _CUDA_ERROR_INVALID_HANDLE})
+
+_INT_TYPES: dict[str, tuple[type, int, int]] = {
+    "i8": (ctypes.c_int8, -(2**7), 2**7 - 1),
+    "i16": (ctypes.c_int16, -(2**15), 2**15 - 1),
+    "i32": (ctypes.c_int32, -(2**31), 2**31 - 1),
+    "i64": (ctypes.c_int64, -(2**63), 2**63 - 1),
+    "u8": (ctypes.c_uint8, 0, 2**8 - 1),
+    "u16": (ctypes.c_uint16, 0, 2**16 - 1),
+    "u32": (ctypes.c_uint32, 0, 2**32 - 1),
+    "u64": (ctypes.c_uint64, 0, 2**64 - 1),
+}
+_BOOL_TYPES = frozenset({"i1", "u1"})
+_FLOAT_TYPES: dict[str, type] = {"fp32": ctypes.c_float, "f32": ctypes.c_float, "fp64": ctypes.c_double}
+_HALF_TYPES = frozenset({"fp16", "bf16"})
+_BIT = {False: 0, True: 1}
+_HALF = struct.Struct("<e")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One kernel parameter: its position among all parameters, its name, and its
+    signature type (`*fp32`, `i32`, `fp16`, ... or `constexpr`, which is not passed)."""
+
+    num: int
+    name: str
+    type: str
+
+    @property
+    def is_constexpr(self) -> bool:
+        return self.type == "constexpr"
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.type.startswith("*")
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What launching one compiled kernel takes. `name` is the kernel's Python
+    name (for messages), `entry` its symbol in the binary, `image` the cubin, or
+    the PTX text when `is_ptx` (the driver compiles it at load), `shared` the
+    dynamic shared memory in bytes, `hash` the compiled kernel's hash."""
+
+    name: str
+    entry: str
+    parameters: tuple[Parameter, ...]
+    image: bytes
+    is_ptx: bool
+    num_warps: int
+    shared: int
+    hash: str
+    num_ctas: int = 1
+    warp_size: int = 32
+    launch_pdl: bool = False
+    launch_cooperative_grid: bool = False
+
+    @property
+    def block_size(self) -> int:
+        return self.num_warps * self.warp_size
+
+    @property
+    def runtime_parameters(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if not p.is_constexpr)
+
+    @classmethod
+    def from_kernel(cls, kernel: Any) -> LaunchSpec:
+        """The spec of a `CompiledKernel` that holds a GPU binary (`asm["cubin"]`,
+        or `asm["ptx"]` alone when NVRTC compiled PTX for the driver)."""
+        src = kernel.src
+        runtime = set(src.runtime_parameters())
+        parameters = tuple(Parameter(num, name, src.signature[name] if name in runtime else "constexpr")
+                           for num, name in enumerate(src.fn.arg_names))
+        metadata = kernel.metadata
+        if "cubin" in kernel.asm:
+            image, is_ptx = bytes(kernel.asm["cubin"]), False
+        elif "ptx" in kernel.asm:
+            image, is_ptx = kernel.asm["ptx"].encode("utf-8") + b"\0", True
+        else:
+            raise TritonError(f"kernel {kernel.name} has no GPU binary (compiled for {metadata.target})")
+        return cls(name=metadata.name, entry=getattr(metadata, "entry", metadata.name), parameters=parameters,
+                   image=image, is_ptx=is_ptx, num_warps=metadata.num_warps, shared=metadata.shared,
+                   hash=kernel.hash, num_ctas=metadata.num_ctas,
+                   warp_size=getattr(metadata.target, "warp_size", 32),
+                   launch_pdl=bool(getattr(metadata, "launch_pdl", False)),
+                   launch_cooperative_grid=bool(getattr(metadata, "launch_cooperative_grid", False)))
+
+
+# ---------------------------------------------------------------- device and stream
+
+
+def current_device(driver: CudaDriver | None = None) -> int:
+    """The ordinal of the GPU kernels launch on now: torch's current device once
+    torch has initialised CUDA, else the device of this thread's current context
+    (CuPy and Numba make one current), else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    if driver is not None and driver.context_get_current():
+        return driver.context_get_device()
+    return 0
+
+
+def current_stream(device: int) -> int:
+    """The stream to launch on when the caller names none: torch's current stream
+    on `device` once torch has initialised CUDA, else the default stream 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_stream(device).cuda_stream
+    return 0
+
+
+def _raw_stream_getter() -> Callable[[int], int]:
+    """`current_stream`, through torch's direct accessor when it has one (a tenth of
+    the cost of building a Stream object per launch)."""
+    torch = sys.modules.get("torch")
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        return current_stream
+    is_initialized = torch.cuda.is_initialized
+
+    def stream(device: int) -> int:
+        return raw(device) if is_initialized() else 0
+
+    return stream
+
+
+# ---------------------------------------------------------------- argument checks
+
+
+def check_grid(kernel: str, grid_x: Any, grid_y: Any, grid_z: Any) -> bool:
+    """Whether the grid has blocks to run: False when a dimension is 0 (nothing to
+    launch). Raises for negative, non-integer or too large dimensions
+    (x <= 2**31-1, y and z <= 65535)."""
+    dims = (grid_x, grid_y, grid_z)
+    for axis, value, limit in zip("xyz", dims, MAX_GRID):
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"kernel {kernel}: grid dimension {axis} must be an integer, "
+                            f"got {type(value).__name__} in grid {dims}") from None
+        if value < 0:
+            raise ValueError(f"kernel {kernel}: grid dimension {axis} is negative: grid {dims}")
+        if value > limit:
+            raise ValueError(f"kernel {kernel}: grid dimension {axis} is {value}, more than CUDA's limit of "
+                             f"{limit} blocks (x <= 2**31-1, y and z <= 65535) in grid {dims}; "
+                             "put the largest dimension first, or loop inside the kernel")
+    return 0 not in dims
+
+
+def _device_of(value: Any) -> tuple[str, int | None] | None:
+    """`(kind, ordinal)` of where an array lives, from its `device` attribute
+    (torch: `.type`/`.index`, CuPy: `.id`); None when it does not say."""
+    device = getattr(value, "device", None)
+    if device is None:
+        return None
+    kind = getattr(device, "type", None)
+    if isinstance(kind, str):
+        return kind, getattr(device, "index", None)
+    ident = getattr(device, "id", None)
+    if isinstance(ident, int):
+        return "cuda", ident
+    if isinstance(device, str):
+        kind, _, index = device.partition(":")
+        return kind, int(index) if index.isdigit() else None
+    return None
+
+
+def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDriver | None) -> int:
+    """The device address to pass for pointer parameter `param`, after checking
+    that the GPU `device` can use it. Raises ValueError or TypeError naming the
+    parameter."""
+    where = f"Pointer argument {param.name} (at {param.num})"
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"{where} is a bool; pass a tensor, an int address or None")
+    if isinstance(value, int):
+        if not 0 <= value < 2**64:
+            raise ValueError(f"{where} is the address {value}, outside 0..2**64-1")
+        return value
+    if isinstance(value, TensorWrapper):
+        value = value.base
+    if hasattr(value, "data_ptr"):
+        address = value.data_ptr()
+    elif hasattr(value, "__cuda_array_interface__"):
+        address = value.__cuda_array_interface__["data"][0]
+    elif hasattr(value, "__array_interface__"):
+        raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?): it is a "
+                         f"{type(value).__name__} in host memory; copy it to the GPU first")
+    else:
+        raise TypeError(f"{where} must be a tensor, an array with __cuda_array_interface__, an int address "
+                        f"or None; got {type(value).__name__}")
+    location = _device_of(value)
+    if location is not None:
+        kind, ordinal = location
+        if kind == "cpu":
+            raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)")
+        if kind != "cuda":
+            raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?): it is a {kind} tensor")
+        if ordinal is not None and ordinal != device:
+            raise ValueError(f"{where} is on cuda:{ordinal}, but the kernel launches on cuda:{device}; move it "
+                             f"with .to('cuda:{device}') or launch under torch.cuda.device({ordinal})")
+    elif address and driver is not None:
+        # Nothing says where the memory is: ask the driver, as Triton's launcher does.
+        try:
+            driver.pointer_attribute(PointerAttribute.DEVICE_POINTER, address)
+        except CudaError:
+            raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)") from None
+    return address
+
+
+def _scalar_problem(param: Parameter, value: Any) -> Exception | None:
+    """Why `value` cannot be passed for scalar parameter `param`, or None."""
+    where = f"argument {param.name} (at {param.num}) of type {param.type}"
+    kind = param.type
+    if kind in _BOOL_TYPES:
+        if type(value) is bool or getattr(value, "dtype", None) is not None and str(value.dtype) == "bool":
+            return None
+        return TypeError(f"{where} must be a bool, got {value!r}")
+    if kind in _INT_TYPES:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            return TypeError(f"{where} must be an integer, got {type(value).__name__}")
+        _, low, high = _INT_TYPES[kind]
+        if not low <= number <= high:
+            return OverflowError(f"{where}: {number} is outside [{low}, {high}]")
+        return None
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return TypeError(f"{where} must be a number, got {type(value).__name__}")
+    return None
+
+
+def _fp16_bits(value: float) -> int:
+    try:
+        return int.from_bytes(_HALF.pack(value), "little")
+    except OverflowError:
+        # Beyond fp16's range: infinity of the same sign, as a C conversion gives.
+        return 0xFC00 if value < 0 else 0x7C00
+
+
+def _bf16_bits(value: float) -> int:
+    bits = ctypes.c_uint32.from_buffer(ctypes.c_float(value)).value
+    if bits & 0x7FFFFFFF > 0x7F800000:
+        return (bits >> 16) | 0x40  # NaN stays a (quiet) NaN
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+# ---------------------------------------------------------------- plans
+
+
+class _NoTensorType:
+    """Stands for torch.Tensor when torch is not loaded: no argument has this type."""
+
+
+class LaunchPlan:
+    """A kernel loaded on one device and ready to launch: `launch(grid_x, grid_y,
+    grid_z, stream, *args)` with every parameter's value in order, constexprs
+    included (they are skipped). `stream=None` means the current stream.
+
+    `module`, `function`, `n_regs`, `n_spills` (in 4-byte words) and
+    `n_max_threads` describe what was loaded; `storage` holds one ctypes value per
+    run-time parameter and `parameters` their addresses, both reused by every launch."""
+
+    def __init__(self, spec: LaunchSpec, device: int, driver: CudaDriver):
+        self.spec = spec
+        self.device = device
+        self.driver = driver
+        if spec.num_ctas != 1:
+            raise TritonError(f"kernel {spec.name}: num_ctas={spec.num_ctas} (thread block clusters) is not "
+                              "supported by tritone's launcher yet; use num_ctas=1")
+        if spec.launch_pdl or spec.launch_cooperative_grid:
+            raise TritonError(f"kernel {spec.name}: launch_pdl and launch_cooperative_grid are not supported by "
+                              "tritone's launcher yet")
+        self.storage, converters = _allocate_storage(spec)
+        self.parameters = (ctypes.c_void_p * max(1, len(self.storage)))(
+            *(ctypes.addressof(value) for value in self.storage))
+        self.context = _make_context_current(driver, device)
+        self.module, self.function = self._load()
+        self.n_regs = driver.function_attribute(FunctionAttribute.NUM_REGS, self.function)
+        self.n_spills = driver.function_attribute(FunctionAttribute.LOCAL_SIZE_BYTES, self.function) // 4
+        self.n_max_threads = driver.function_attribute(FunctionAttribute.MAX_THREADS_PER_BLOCK, self.function)
+        self._check_resources()
+        self.launch = self._generate_launch(converters)
+
+    def _load(self) -> tuple[int, int]:
+        module = self.driver.module_load_data_ex(self.spec.image)
+        return module, self.driver.module_get_function(module, self.spec.entry)
+
+    def _check_resources(self) -> None:
+        spec, driver = self.spec, self.driver
+        if spec.block_size > self.n_max_threads:
+            raise OutOfResources(spec.block_size, self.n_max_threads, "threads")
+        handle = driver.device_get(self.device)
+        registers = driver.device_attribute(DeviceAttribute.MAX_REGISTERS_PER_BLOCK, handle)
+        if self.n_regs * spec.block_size > registers:
+            raise OutOfResources(self.n_regs * spec.block_size, registers, "registers")
+        static = driver.function_attribute(FunctionAttribute.SHARED_SIZE_BYTES, self.function)
+        if static + spec.shared > DEFAULT_SHARED_LIMIT:
+            limit = driver.device_attribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, handle)
+            if static + spec.shared > limit:
+                raise OutOfResources(static + spec.shared, limit, "shared memory")
+            driver.set_function_attribute(self.function, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          spec.shared)
+
+    def _generate_launch(self, converters: dict[str, Any]) -> Callable[..., None]:
+        spec = self.spec
+        names = [p.name for p in spec.parameters]
+        # Every name the generated code owns starts with more underscores than any
+        # parameter name, so a kernel parameter can never shadow one of them.
+        underscores = 1 + max((len(n) - len(n.lstrip("_")) for n in [*names, spec.name]), default=0)
+        prefix = "_" * underscores + "L"
+        namespace: dict[str, Any] = {
+            f"{prefix}lock": threading.Lock(),
+            f"{prefix}launch": self.driver.function("cuLaunchKernel"),
+            f"{prefix}function": self.function,
+            f"{prefix}block": spec.block_size,
+            f"{prefix}shared": spec.shared,
+            f"{prefix}params": self.parameters,
+            f"{prefix}device": self.device,
+            f"{prefix}stream_of": _raw_stream_getter(),
+            f"{prefix}grid_ok": lambda x, y, z: check_grid(spec.name, x, y, z),
+            f"{prefix}Tensor": getattr(sys.modules.get("torch"), "Tensor", _NoTensorType),
+            f"{prefix}pointer": self._pointer,
+            f"{prefix}argument_error": self._argument_error,
+            f"{prefix}failed": self._launch_failed,
+            f"{prefix}ArgumentError": ctypes.ArgumentError,
+        }
+        for name, value in converters.items():
+            namespace[prefix + name] = value
+        body = []
+        for slot, param in enumerate(spec.runtime_parameters):
+            body.extend(_pack_lines(prefix, slot, param))
+        values = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+        grid = f"{prefix}x, {prefix}y, {prefix}z"
+        lines = [
+            f"def {_identifier(spec.name)}({grid}, {prefix}stream, {', '.join(names)}):",
+            f"    if not (0 < {prefix}x <= {MAX_GRID[0]} and 0 < {prefix}y <= {MAX_GRID[1]} "
+            f"and 0 < {prefix}z <= {MAX_GRID[2]}):",
+            f"        if not {prefix}grid_ok({grid}):",
+            "            return",
+            f"    if {prefix}stream is None:",
+            f"        {prefix}stream = {prefix}stream_of({prefix}device)",
+            f"    with {prefix}lock:",
+            "        try:",
+            *(f"            {line}" for line in body or ["pass"]),
+            f"        except Exception as {prefix}error:",
+            f"            {prefix}argument_error({prefix}error, {values})",
+            "        try:",
+            f"            {prefix}code = {prefix}launch({prefix}function, {grid}, {prefix}block, 1, 1, "
+            f"{prefix}shared, {prefix}stream, {prefix}params, None)",
+            f"        except {prefix}ArgumentError as {prefix}error:",
+            f"            {prefix}argument_error({prefix}error, {values}, ({grid}, {prefix}stream))",
+            f"        if {prefix}code:",
+            f"            {prefix}failed({prefix}code, {grid}, {prefix}stream)",
+        ]
+        source = "\n".join(lines) + "\n"
+        exec(compile(source, f"<launcher of {spec.name}>", "exec"), namespace)
+        launch = namespace[_identifier(spec.name)]
+        launch.__source__ = source
+        return launch
+
+    def _pointer(self, value: Any, slot: int) -> int:
+        return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver)
+
+    def _argument_error(self, error: Exception, values: Sequence[Any], launch: tuple | None = None) -> None:
+        """Raise an error naming the first argument that cannot be passed; `error`
+        is what the fast path met."""
+        spec = self.spec
+        if len(values) != len(spec.parameters):
+            raise TypeError(f"kernel {spec.name} takes {len(spec.parameters)} arguments, got {len(values)}")
+        for param, value in zip(spec.parameters, values):
+            if param.is_constexpr:
+                continue
+            if param.is_pointer:
+                try:
+                    pointer_address(value, param, self.device, self.driver)
+                except (TypeError, ValueError) as named:
+                    raise named.with_traceback(None) from None
+                continue
+            problem = _scalar_problem(param, value)
+            if problem is not None:
+                raise problem.with_traceback(None) from None
+        if launch is not None:
+            (grid_x, grid_y, grid_z), stream = launch
+            check_grid(spec.name, grid_x, grid_y, grid_z)
+            raise TypeError(f"kernel {spec.name}: the stream must be a CUDA stream handle (an int, such as "
+                            f"torch.cuda.Stream().cuda_stream), got {type(stream).__name__}") from None
+        raise error
+
+    def _launch_failed(self, code: int, grid_x: int, grid_y: int, grid_z: int, stream: int) -> None:
+        """A launch returned `code`: retry once with the device's context made current
+        when no context or another one was current on this thread; else raise."""
+        spec = self.spec
+        launch = self.driver.function("cuLaunchKernel")
+        if code in _CONTEXT_ERRORS:
+            self.driver.context_set_current(self.context)
+            code = launch(self.function, grid_x, grid_y, grid_z, spec.block_size, 1, 1, spec.shared, stream,
+                          self.parameters, None)
+        self.driver.check("cuLaunchKernel", code,
+                          f"kernel {spec.name}: grid ({grid_x}, {grid_y}, {grid_z}), {spec.block_size} threads "
+                          f"per block, {spec.shared} bytes of shared memory, on cuda:{self.device}")
+
+
+def _identifier(name: str) -> str:
+    """`name` when it is a Python identifier (so that Python's own messages about a
+    wrong argument count name the kernel), else a stand-in."""
+    return name if name.isidentifier() else "kernel"
+
+
+def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
+    """One ctypes value per run-time parameter, with the width of its type, and
+    the helpers the generated packer calls by name."""
+    storage: list[Any] = []
+    converters: dict[str, Any] = {}
+    for slot, param in enumerate(spec.runtime_parameters):
+        kind = param.type
+        if param.is_pointer:
+            value = ctypes.c_uint64()
+        elif kind in _BOOL_TYPES:
+            value = ctypes.c_uint8()
+        elif kind in _INT_TYPES:
+            value = _INT_TYPES[kind][0]()
+        elif kind in _FLOAT_TYPES:
+            value = _FLOAT_TYPES[kind]()
+        elif kind in _HALF_TYPES:
+            value = ctypes.c_uint16()
+        else:
+            raise TritonError(f"kernel {spec.name}: parameter {param.name} has type {kind}, which tritone's "
+                              "launcher cannot pass yet")
+        storage.append(value)
+        converters[f"v{slot}"] = value
+    converters.update({"BIT": _BIT, "fp16": _fp16_bits, "bf16": _bf16_bits})
+    return storage, converters
+
+
+def _pack_lines(prefix: str, slot: int, param: Parameter) -> list[str]:
+    """The generated statements writing argument `param` into its slot."""
+    name, kind, target = param.name, param.type, f"{prefix}v{slot}.value"
+    if param.is_pointer:
+        return [
+            f"if type({name}) is {prefix}Tensor and {name}.get_device() == {prefix}device:",
+            f"    {target} = {name}.data_ptr()",
+            "else:",
+            f"    {target} = {prefix}pointer({name}, {slot})",
+        ]
+    if kind in _BOOL_TYPES:
+        return [f"{target} = {prefix}BIT[{name}]"]
+    if kind in _INT_TYPES:
+        _, low, high = _INT_TYPES[kind]
+        return [f"if not {low} <= {name} <= {high}:", "    raise OverflowError", f"{target} = {name}"]
+    if kind in _HALF_TYPES:
+        return [f"{target} = {prefix}{kind}({name})"]
+    return [f"{target} = {name}"]
+
+
+def _make_context_current(driver: CudaDriver, device: int) -> int:
+    """Make `device`'s primary context (the one torch and the CUDA runtime use)
+    current on this thread; returns it."""
+    context = _primary_context(driver, device)
+    if driver.context_get_current() != context:
+        driver.context_set_current(context)
+    return context
+
+
+_primary_contexts: weakref.WeakKeyDictionary[CudaDriver, dict[int, int]] = weakref.WeakKeyDictionary()
+_plans: weakref.WeakKeyDictionary[CudaDriver, dict[tuple[str, str, int], LaunchPlan]] = weakref.WeakKeyDictionary()
+_plans_lock = threading.RLock()
+
+
+def _primary_context(driver: CudaDriver, device: int) -> int:
+    with _plans_lock:
+        contexts = _primary_contexts.setdefault(driver, {})
+        if device not in contexts:
+            # Retained once per process and device, and never released: plans live as long as the process.
+            contexts[device] = driver.primary_context_retain(driver.device_get(device))
+        return contexts[device]
+
+
+def plan_for(spec: LaunchSpec, device: int, driver: CudaDriver) -> LaunchPlan:
+    """The plan of `spec` on `device`, loaded on first use and shared by every
+    caller with the same kernel hash and entry."""
+    key = (spec.hash, spec.entry, device)
+    with _plans_lock:
+        plans = _plans.setdefault(driver, {})
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = LaunchPlan(spec, device, driver)
+        return plan
