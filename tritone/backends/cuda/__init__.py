@@ -1,1 +1,70 @@
-"""The CUDA backend: IR with layouts -> CUDA C++ text for NVRTC."""
+"""The CUDA backend: IR (after the frontend passes) -> CUDA C++ text for NVRTC.
+
+The whole lowering, in order:
+
+1. `layout_pass`: a distributed layout for every block value (coalesced for
+   memory accesses), `convert_layout` where producers and consumers disagree,
+   and the clean-up of needless conversions;
+2. `smem`: the kernel's shared scratch memory;
+3. `codegen`: per-thread C++ over register arrays, after the prelude.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType, ModuleType
+from typing import Any, Mapping
+
+from tritone.errors import OutOfResources
+from tritone.ir.core import Module
+from tritone.passes import PassContext
+
+from . import layout_pass, smem
+from .codegen import generate_kernel
+from .codegen_base import CodegenError, CodegenOptions
+
+__all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max_shared_memory"]
+
+# The GPU passes, in the order they run (after the frontend's passes).
+GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, smem)
+
+# Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
+_MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,
+               87: 166912, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
+
+
+def max_shared_memory(target: int) -> int:
+    """The most dynamic shared memory one CTA may use on compute capability `target`."""
+    known = [arch for arch in _MAX_SHARED if arch <= target]
+    return _MAX_SHARED[max(known)] if known else 49152
+
+
+def _option(options: Any, name: str, default: Any) -> Any:
+    if options is None:
+        return default
+    if isinstance(options, Mapping):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def generate_cuda(module: Module, target: int, options: Any = None) -> tuple[str, str, dict]:
+    """Lower `module` (the frontend passes done) for compute capability `target`
+    (80 = sm_80) and return (CUDA C++ source, kernel name, metadata).
+
+    `options` is a `KernelOptions`, a mapping or None: `num_warps` (the module's
+    `num_warps` attribute wins when set), `enable_fp_fusion`, `debug`. The module
+    is rewritten in place by the GPU passes. Metadata: `name`, `num_warps`,
+    `threads`, `shared` (dynamic shared memory bytes to launch with), `target`,
+    `params` ((name, C type, bytes) per kernel argument). Raises `OutOfResources`
+    when the kernel needs more shared memory than the target has."""
+    num_warps = int(module.attrs.get("num_warps", _option(options, "num_warps", 4)))
+    module.attrs["num_warps"] = num_warps
+    codegen_options = CodegenOptions(num_warps=num_warps,
+                                     enable_fp_fusion=bool(_option(options, "enable_fp_fusion", True)),
+                                     debug=bool(_option(options, "debug", False)))
+    ctx = PassContext(MappingProxyType({"num_warps": num_warps, "target": target}))
+    for pass_module in GPU_PASSES:
+        pass_module.run(module, ctx)
+    shared = int(module.attrs.get("shared", 0))
+    if shared > max_shared_memory(target):
+        raise OutOfResources(shared, max_shared_memory(target), "shared memory")
+    return generate_kernel(module, target, codegen_options)

@@ -42,11 +42,31 @@ TT_DEVICE To tt_bitcast(From x) {
 }
 
 // ---- fp16 -------------------------------------------------------------------
-TT_DEVICE float tt_f16_to_f32(tt_f16 x) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits)); return f; }
-TT_DEVICE tt_f16 tt_f32_to_f16(float x) { tt_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x)); return h; }
-TT_DEVICE tt_f16 tt_f32_to_f16_rz(float x) { tt_f16 h; asm("cvt.rz.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x)); return h; }
-TT_DEVICE tt_f16 tt_f64_to_f16(double x) { tt_f16 h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(x)); return h; }
-TT_DEVICE tt_f16 tt_f64_to_f16_rz(double x) { tt_f16 h; asm("cvt.rz.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(x)); return h; }
+TT_DEVICE float tt_f16_to_f32(tt_f16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+TT_DEVICE tt_f16 tt_f32_to_f16(float x) {
+  tt_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+  return h;
+}
+TT_DEVICE tt_f16 tt_f32_to_f16_rz(float x) {
+  tt_f16 h;
+  asm("cvt.rz.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+  return h;
+}
+TT_DEVICE tt_f16 tt_f64_to_f16(double x) {
+  tt_f16 h;
+  asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(x));
+  return h;
+}
+TT_DEVICE tt_f16 tt_f64_to_f16_rz(double x) {
+  tt_f16 h;
+  asm("cvt.rz.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(x));
+  return h;
+}
 TT_DEVICE tt_f16 tt_fma_f16(tt_f16 a, tt_f16 b, tt_f16 c) {
   tt_f16 r; asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits)); return r;
 }
@@ -73,8 +93,16 @@ TT_DEVICE float tt_bf16_to_f32(tt_bf16 x) { return __uint_as_float((unsigned)x.b
 """
 
 _BF16_NATIVE = r"""
-TT_DEVICE tt_bf16 tt_f32_to_bf16(float x) { tt_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(x)); return h; }
-TT_DEVICE tt_bf16 tt_f32_to_bf16_rz(float x) { tt_bf16 h; asm("cvt.rz.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(x)); return h; }
+TT_DEVICE tt_bf16 tt_f32_to_bf16(float x) {
+  tt_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+  return h;
+}
+TT_DEVICE tt_bf16 tt_f32_to_bf16_rz(float x) {
+  tt_bf16 h;
+  asm("cvt.rz.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+  return h;
+}
 TT_DEVICE tt_bf16 tt_fma_bf16(tt_bf16 a, tt_bf16 b, tt_bf16 c) {
   tt_bf16 r; asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits)); return r;
 }
@@ -155,7 +183,9 @@ TT_DEVICE float tt_fp8e5_to_f32(tt_fp8e5 x) {
 _FP8_COMMON = r"""
 // Rounding toward zero: e5m2 is the high byte of an fp16 rounded toward zero
 // (what Triton does); e4m3 truncates and saturates like the RNE conversion.
-TT_DEVICE tt_fp8e5 tt_f32_to_fp8e5_rz(float x) { return tt_fp8e5{(unsigned char)(tt_f32_to_f16_rz(x).bits >> 8)}; }
+TT_DEVICE tt_fp8e5 tt_f32_to_fp8e5_rz(float x) {
+  return tt_fp8e5{(unsigned char)(tt_f32_to_f16_rz(x).bits >> 8)};
+}
 TT_DEVICE tt_fp8e4nv tt_f32_to_fp8e4nv_rz(float x) {
   unsigned u = __float_as_uint(x), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return tt_fp8e4nv{0x7f};
@@ -185,9 +215,21 @@ TT_CVT_RZI(tt_f64_to_u64, unsigned long long, double, "u64.f64", "l", "d")
 #undef TT_CVT_RZI
 
 // ---- int -> fp16: one rounding straight from the integer --------------------------
-TT_DEVICE tt_f16 tt_s32_to_f16(int x) { tt_f16 h; asm("cvt.rn.f16.s32 %0, %1;" : "=h"(h.bits) : "r"(x)); return h; }
-TT_DEVICE tt_f16 tt_u32_to_f16(unsigned x) { tt_f16 h; asm("cvt.rn.f16.u32 %0, %1;" : "=h"(h.bits) : "r"(x)); return h; }
-TT_DEVICE tt_f16 tt_s64_to_f16(long long x) { tt_f16 h; asm("cvt.rn.f16.s64 %0, %1;" : "=h"(h.bits) : "l"(x)); return h; }
+TT_DEVICE tt_f16 tt_s32_to_f16(int x) {
+  tt_f16 h;
+  asm("cvt.rn.f16.s32 %0, %1;" : "=h"(h.bits) : "r"(x));
+  return h;
+}
+TT_DEVICE tt_f16 tt_u32_to_f16(unsigned x) {
+  tt_f16 h;
+  asm("cvt.rn.f16.u32 %0, %1;" : "=h"(h.bits) : "r"(x));
+  return h;
+}
+TT_DEVICE tt_f16 tt_s64_to_f16(long long x) {
+  tt_f16 h;
+  asm("cvt.rn.f16.s64 %0, %1;" : "=h"(h.bits) : "l"(x));
+  return h;
+}
 TT_DEVICE tt_f16 tt_u64_to_f16(unsigned long long x) {
   tt_f16 h; asm("cvt.rn.f16.u64 %0, %1;" : "=h"(h.bits) : "l"(x)); return h;
 }
@@ -198,16 +240,40 @@ _MATH = r"""
 TT_DEVICE float tt_exp_f32(float x) {
   float y = x * 1.4426950408889634f, r; asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(y)); return r;
 }
-TT_DEVICE float tt_exp2_f32(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
-TT_DEVICE float tt_sqrt_f32(float x) { float r; asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+TT_DEVICE float tt_exp2_f32(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+TT_DEVICE float tt_sqrt_f32(float x) {
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 TT_DEVICE float tt_sqrt_rn_f32(float x) { float r; asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
-TT_DEVICE float tt_rsqrt_f32(float x) { float r; asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
-TT_DEVICE float tt_floor_f32(float x) { float r; asm("cvt.rmi.ftz.f32.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
-TT_DEVICE float tt_ceil_f32(float x) { float r; asm("cvt.rpi.ftz.f32.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+TT_DEVICE float tt_rsqrt_f32(float x) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+TT_DEVICE float tt_floor_f32(float x) {
+  float r;
+  asm("cvt.rmi.ftz.f32.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+TT_DEVICE float tt_ceil_f32(float x) {
+  float r;
+  asm("cvt.rpi.ftz.f32.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 TT_DEVICE float tt_div_full_f32(float a, float b) {
   float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
-TT_DEVICE float tt_div_rn_f32(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+TT_DEVICE float tt_div_rn_f32(float a, float b) {
+  float r;
+  asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 TT_DEVICE double tt_sqrt_f64(double x) { double r; asm("sqrt.rn.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
 TT_DEVICE double tt_div_rn_f64(double a, double b) {
   double r; asm("div.rn.f64 %0, %1, %2;" : "=d"(r) : "d"(a), "d"(b)); return r;
@@ -221,9 +287,17 @@ TT_DEVICE double tt_mod_f64(double a, double b) {
   if (isinf(b)) return a;
   return fma(-trunc(tt_div_rn_f64(a, b)), b, a);
 }
-TT_DEVICE double tt_max_nan_f64(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000ll) : fmax(a, b); }
-TT_DEVICE double tt_min_nan_f64(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000ll) : fmin(a, b); }
-TT_DEVICE unsigned tt_umulhi32(unsigned a, unsigned b) { unsigned r; asm("mul.hi.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+TT_DEVICE double tt_max_nan_f64(double a, double b) {
+  return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000ll) : fmax(a, b);
+}
+TT_DEVICE double tt_min_nan_f64(double a, double b) {
+  return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000ll) : fmin(a, b);
+}
+TT_DEVICE unsigned tt_umulhi32(unsigned a, unsigned b) {
+  unsigned r;
+  asm("mul.hi.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
 TT_DEVICE unsigned long long tt_umulhi64(unsigned long long a, unsigned long long b) {
   unsigned long long r; asm("mul.hi.u64 %0, %1, %2;" : "=l"(r) : "l"(a), "l"(b)); return r;
 }
@@ -252,13 +326,25 @@ TT_DEVICE T tt_shfl_idx(T v, int lane) {
 """
 
 _MAX_NAN_NATIVE = r"""
-TT_DEVICE float tt_max_nan_f32(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
-TT_DEVICE float tt_min_nan_f32(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+TT_DEVICE float tt_max_nan_f32(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+TT_DEVICE float tt_min_nan_f32(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 """
 
 _MAX_NAN_SOFTWARE = r"""
-TT_DEVICE float tt_max_nan_f32(float a, float b) { return (a != a || b != b) ? __uint_as_float(0x7fffffffu) : fmaxf(a, b); }
-TT_DEVICE float tt_min_nan_f32(float a, float b) { return (a != a || b != b) ? __uint_as_float(0x7fffffffu) : fminf(a, b); }
+TT_DEVICE float tt_max_nan_f32(float a, float b) {
+  return (a != a || b != b) ? __uint_as_float(0x7fffffffu) : fmaxf(a, b);
+}
+TT_DEVICE float tt_min_nan_f32(float a, float b) {
+  return (a != a || b != b) ? __uint_as_float(0x7fffffffu) : fminf(a, b);
+}
 """
 
 

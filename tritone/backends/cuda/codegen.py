@@ -1,0 +1,72 @@
+"""IR with layouts -> one CUDA C++ translation unit: the prelude, the helper
+functions (combine functions, libdevice prototypes) and the kernel
+
+    extern "C" __global__ void __launch_bounds__(32 * num_warps) <name>(<params>)
+
+whose parameters are the kernel function's arguments in order (pointers as
+`T*`, scalars by value). Its dynamic shared memory is `tt_smem`, of the size
+`smem.py` planned (the launcher passes it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tritone.ir.core import Module
+
+# The op generators register themselves with codegen_base.EMITTERS on import.
+from . import (  # noqa: F401
+    codegen_cast,
+    codegen_control,
+    codegen_debug,
+    codegen_elementwise,
+    codegen_layout,
+    codegen_memory,
+    codegen_reduce,
+)
+from .codegen_base import CodegenError, CodegenOptions, Emitter
+from .codegen_types import ctype
+from .prelude import prelude
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _param_name(index: int, hint: str | None) -> str:
+    hint = re.sub(r"[^A-Za-z0-9_]", "_", hint or "")
+    return f"arg{index}_{hint}" if hint else f"arg{index}"
+
+
+def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tuple[str, str, dict]:
+    """(CUDA source, kernel name, metadata) for the kernel of `module`, whose
+    block values all have layouts. Metadata: `name`, `num_warps`, `threads`,
+    `shared` (dynamic shared memory bytes), `target`, `params` (one
+    `(name, C type, bytes)` per kernel argument, in order)."""
+    fn = module.kernel
+    name = fn.name
+    if not _IDENTIFIER.match(name):
+        raise CodegenError(f"kernel name {name!r} is not a C identifier")
+    shared = int(module.attrs.get("shared", 0))
+    em = Emitter(fn, target, options, shared)
+    params = []
+    for index, arg in enumerate(fn.args):
+        if arg.type.is_block():
+            raise CodegenError(f"kernel argument {index} is a block ({arg.type})")
+        param = _param_name(index, arg.name_hint)
+        em.bind(arg, param)
+        params.append((param, ctype(arg.type), arg.type.itemsize if not arg.type.is_ptr() else 8))
+    em.emit_region(fn.body)
+
+    threads = 32 * options.num_warps
+    signature = ", ".join(f"{c} {p}" for p, c, _ in params)
+    kernel = [f'extern "C" __global__ void __launch_bounds__({threads}) {name}({signature}) {{']
+    if em.uses_scratch:
+        kernel.append("  extern __shared__ __align__(16) unsigned char tt_smem[];")
+    kernel.append("  const int tt_lane = threadIdx.x & 31;")
+    kernel.append("  const int tt_warp = threadIdx.x >> 5;")
+    kernel += ["  " + line for line in em.prologue]
+    kernel += em.lines
+    kernel.append("}")
+    source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
+    metadata = {"name": name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
+                "target": target, "params": params}
+    return source, name, metadata

@@ -1,0 +1,101 @@
+"""Code generation for `cast` and `bitcast` (TRITON_SEMANTICS 3):
+
+- int -> int truncates or extends by the source's signedness; -> i1 is `!= 0`;
+- float -> int truncates toward zero and saturates (`cvt.rzi`; i8/u8 through
+  the 16-bit conversion, as Triton does); -> i1 is `!= 0.0` (NaN is true);
+- int -> float rounds to nearest even, in one rounding from the integer;
+- float -> float rounds to nearest even or toward zero (`rounding = "rtz"`),
+  fp8 saturating; narrow floats go through fp32 (exact); a wider source that
+  must pass through fp32 is first rounded to odd so the result is rounded once.
+"""
+
+from __future__ import annotations
+
+from tritone.ir.core import Operation
+from tritone.ir.types import dtype
+
+from .codegen_base import CodegenError, Emitter, emits
+from .codegen_elementwise import elementwise
+from .codegen_types import NARROW_FLOATS, ctype, narrow, widen
+
+# cvt.rzi destination per integer type (8-bit results come from the 16-bit conversion).
+_RZI = {"i8": "s16", "u8": "u16", "i16": "s16", "u16": "u16", "i32": "s32", "u32": "u32", "i64": "s64", "u64": "u64"}
+
+
+def _float_to_int(x: str, src: dtype, dst: dtype) -> str:
+    width = "f64" if src.name == "fp64" else "f32"
+    value = x if src.name in ("fp32", "fp64") else widen(x, src)
+    conversion = _RZI[dst.name]
+    return f"(({ctype(dst)})tt_{width}_to_{conversion}({value}))"
+
+
+def _int_to_float(x: str, src: dtype, dst: dtype) -> str:
+    if dst.name == "fp32":
+        return f"((float){x})"
+    if dst.name == "fp64":
+        return f"((double){x})"
+    if dst.name == "fp16":
+        if src.primitive_bitwidth == 64:
+            return f"tt_{'s' if src.is_int_signed() else 'u'}64_to_f16({x})"
+        return f"tt_{'s' if src.is_int_signed() else 'u'}32_to_f16({x})"
+    # bf16 and fp8: rounded to odd in fp32 first, then rounded once to the target
+    if src.primitive_bitwidth == 64:
+        odd = f"tt_{'i' if src.is_int_signed() else 'u'}64_to_f32_odd({x})"
+    else:
+        odd = f"tt_f64_to_f32_odd((double){x})"
+    return narrow(odd, dst)
+
+
+def _float_to_float(x: str, src: dtype, dst: dtype, rounding: str) -> str:
+    if dst.name == "fp64":
+        return f"((double){widen(x, src)})"
+    if src.name == "fp64":
+        if dst.name == "fp32":
+            return f"__double2float_rz({x})" if rounding == "rtz" else f"((float){x})"
+        if dst.name == "fp16":
+            return f"tt_f64_to_f16{'_rz' if rounding == 'rtz' else ''}({x})"
+        through = f"__double2float_rz({x})" if rounding == "rtz" else f"tt_f64_to_f32_odd({x})"
+        return narrow(through, dst, rounding)
+    as_f32 = widen(x, src)
+    if dst.name == "fp32":
+        return as_f32
+    return narrow(as_f32, dst, rounding)
+
+
+def cast_expr(x: str, src: dtype, dst: dtype, rounding: str = "rtne") -> str:
+    """The C++ expression converting `x` of scalar type `src` to `dst`."""
+    if src == dst:
+        return x
+    if dst.is_bool():
+        if src.is_floating():
+            zero = "0.0" if src.name == "fp64" else "0.0f"
+            return f"({widen(x, src)} != {zero})"
+        return f"({x} != 0)"
+    if src.is_ptr() or dst.is_ptr():
+        return f"(({ctype(dst)}){x})"
+    if src.is_int() and dst.is_int():
+        return f"(({ctype(dst)}){x})"
+    if src.is_floating() and dst.is_int():
+        return _float_to_int(x, src, dst)
+    if src.is_int() and dst.is_floating():
+        return _int_to_float(x, src, dst)
+    if src.is_floating() and dst.is_floating():
+        return _float_to_float(x, src, dst, rounding)
+    raise CodegenError(f"no conversion from {src} to {dst}")
+
+
+@emits("cast")
+def emit_cast(em: Emitter, op: Operation) -> None:
+    src = op.operands[0].type.scalar
+    dst = op.results[0].type.scalar
+    rounding = op.attrs.get("rounding") or "rtne"
+    for ty in (src, dst):
+        if ty.is_floating() and ty.name not in NARROW_FLOATS + ("fp32", "fp64"):
+            raise CodegenError(f"cast involving {ty} at {op.loc}: the CUDA backend has no {ty}")
+    elementwise(em, op, lambda xs: cast_expr(xs[0], src, dst, rounding))
+
+
+@emits("bitcast")
+def emit_bitcast(em: Emitter, op: Operation) -> None:
+    dst = ctype(op.results[0].type)
+    elementwise(em, op, lambda xs: f"tt_bitcast<{dst}>({xs[0]})")

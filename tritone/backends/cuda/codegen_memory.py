@@ -1,0 +1,388 @@
+"""Code generation for pointer arithmetic, loads, stores and atomics
+(TRITON_SEMANTICS 4, PTX_FACTS 6 and 7).
+
+Loads: the destination registers start as `other` (or zero), then a
+predicated `ld.global` overwrites them where the mask is set, so masked-off
+lanes read `other` and touch no memory. Runs of registers that hold
+consecutive elements are moved by one access of up to 16 bytes when axis
+analysis proves the addresses aligned and the mask constant over the run.
+Cache operators and eviction priorities become PTX qualifiers where the
+target has them (hints: dropped where it does not).
+
+Stores and atomics act once per element: duplicate registers and threads
+that only replicate an element are masked off; a scalar store or atomic is
+done by thread 0 (an atomic's old value then reaches every thread through
+shared memory).
+"""
+
+from __future__ import annotations
+
+from tritone.ir.core import Operation, Value
+
+from .axis_info import max_vector_elements
+from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
+from .codegen_elementwise import elementwise
+from .codegen_layout import _unique_registers
+from .codegen_types import ctype, narrow, widen
+from .layouts import LinearLayout
+
+# bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
+_ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short", 1), 4: ("b32", "r", "unsigned", 1),
+           8: ("v2.b32", "r", "unsigned", 2), 16: ("v4.b32", "r", "unsigned", 4)}
+
+
+@emits("addptr")
+def emit_addptr(em: Emitter, op: Operation) -> None:
+    elementwise(em, op, lambda xs: f"({xs[0]} + {xs[1]})")
+
+
+def zero_value(value: Value) -> str:
+    ty = value.type.scalar
+    return "nullptr" if ty.is_ptr() else f"{ctype(ty)}{{}}"
+
+
+def owner_condition(linear: LinearLayout) -> str | None:
+    """True in exactly one of the threads holding each element (None: every thread owns its elements)."""
+    parts = []
+    if linear.replicated_lane_mask():
+        parts.append(f"(tt_lane & {linear.replicated_lane_mask()}) == 0")
+    if linear.replicated_warp_mask():
+        parts.append(f"(tt_warp & {linear.replicated_warp_mask()}) == 0")
+    return " && ".join(parts) if parts else None
+
+
+def _vector_dim(linear: LinearLayout) -> int:
+    return max(range(linear.rank), key=lambda d: linear.contiguous_registers(d))
+
+
+def vector_width(em: Emitter, ptr: Value, mask: Value | None, max_bytes: int = 16) -> int:
+    """Elements per access for a block memory op on `ptr` in its layout."""
+    linear = em.linear(ptr)
+    dim = _vector_dim(linear)
+    elem_bytes = ptr.type.scalar.element_ty.itemsize
+    vec = min(linear.contiguous_registers(dim), max_vector_elements(em.axis_info(ptr), dim, elem_bytes, max_bytes))
+    if mask is not None:
+        constancy = em.axis_info(mask).constancy[dim]
+        while vec > constancy:
+            vec //= 2
+    return max(1, vec)
+
+
+def _cache_qualifiers(em: Emitter, op: Operation, store: bool) -> tuple[str, str]:
+    """(qualifiers after `ld.global`/`st.global`, policy setup) for the op's hints."""
+    evict = op.attrs.get("evict") or ""
+    cache = op.attrs.get("cache") or ""
+    if store and cache not in ("", ".cg"):
+        cache = ""  # .ca/.cv are load-only operators
+    if evict and em.target >= 70:
+        qualifiers = f".L1::{evict}"
+        if evict in ("evict_first", "evict_last") and em.target >= 80:
+            return qualifiers + ".L2::cache_hint", f"createpolicy.fractional.L2::{evict}.b64 tt_pol, 1.0; "
+        return qualifiers, ""
+    return cache, ""
+
+
+def _predicate(mask: str | None) -> tuple[str, str, list[str]]:
+    """(asm prefix defining predicate p, instruction guard, extra input operands)."""
+    if mask is None:
+        return "", "", []
+    return "setp.ne.b32 p, %{}, 0; ", "@p ", [f'"r"((int)({mask}))']
+
+
+def _asm_memory(em: Emitter, ptx: str, outputs: list[str], inputs: list[str], mask: str | None,
+                policy: str) -> None:
+    """One inline-asm memory instruction, predicated on `mask` when given (the
+    predicate operand comes last), with an L2 policy register when `policy` sets one."""
+    setp, guard, extra = _predicate(mask)
+    operands = outputs + inputs + extra
+    regs = "{ .reg .pred p; " if mask is not None else "{ "
+    if policy:
+        regs += ".reg .b64 tt_pol; " + policy
+    body = regs + (setp.format(len(operands) - 1) if setp else "") + guard + ptx + "; }"
+    ins = ", ".join(inputs + extra)
+    if outputs:
+        em.line(f'asm volatile("{body}" : {", ".join(outputs)} : {ins} : "memory");')
+    else:
+        em.line(f'asm volatile("{body}" :: {ins} : "memory");')
+
+
+def _load_access(em: Emitter, op: Operation, dst: str, first: int, nbytes: int, addr: str, mask: str | None,
+                 qualifiers: str, policy: str) -> None:
+    ptx_type, constraint, word, words = _ACCESS[nbytes]
+    em.open()
+    em.line(f"{word} tt_w[{words}] = {{}};")
+    em.line(f"memcpy(tt_w, &{dst}[{first}], {nbytes});" if first is not None else f"memcpy(tt_w, &{dst}, {nbytes});")
+    volatile = ".volatile" if op.attrs.get("volatile") else ""
+    targets = ", ".join(f"%{i}" for i in range(words))
+    targets = f"{{{targets}}}" if words > 1 else targets
+    ptx = f"ld{volatile}.global{'' if volatile else qualifiers}.{ptx_type} {targets}, [%{words}]"
+    if policy and not volatile:
+        ptx += ", tt_pol"
+    outputs = [f'"+{constraint}"(tt_w[{i}])' for i in range(words)]
+    _asm_memory(em, ptx, outputs, [f'"l"({addr})'], mask, policy if not volatile else "")
+    em.line(f"memcpy(&{dst}[{first}], tt_w, {nbytes});" if first is not None else f"memcpy(&{dst}, tt_w, {nbytes});")
+    em.close()
+
+
+@emits("load")
+def emit_load(em: Emitter, op: Operation) -> None:
+    ptr = op.operands[0]
+    mask = op.operands[1] if len(op.operands) > 1 else None
+    other = op.operands[2] if len(op.operands) > 2 else None
+    result = op.results[0]
+    elem_bytes = result.type.scalar.itemsize
+    qualifiers, policy = _cache_qualifiers(em, op, store=False)
+    initial = (lambda i: em.reg(other, i)) if other is not None else (lambda i: zero_value(result))
+    if not result.type.is_block():
+        name = em.define_scalar(result, initial(0))
+        _load_access(em, op, name, None, elem_bytes, em.name(ptr), em.name(mask) if mask else None,
+                     qualifiers, policy)
+        return
+    name = em.define_block(result)
+    count = em.nregs(result)
+    em.for_registers(count, f"{name}[i] = {initial('i')};")
+    vec = vector_width(em, ptr, mask)
+    for first in range(0, count, vec):
+        guard = em.reg(mask, first) if mask is not None else None
+        _load_access(em, op, name, first, vec * elem_bytes, em.reg(ptr, first), guard, qualifiers, policy)
+
+
+def _store_access(em: Emitter, src: str, first: int | None, nbytes: int, addr: str, mask: str | None,
+                  qualifiers: str, policy: str) -> None:
+    ptx_type, constraint, word, words = _ACCESS[nbytes]
+    em.open()
+    em.line(f"{word} tt_w[{words}] = {{}};")
+    em.line(f"memcpy(tt_w, &{src}[{first}], {nbytes});" if first is not None else f"memcpy(tt_w, &{src}, {nbytes});")
+    values = ", ".join(f"%{i + 1}" for i in range(words))
+    values = f"{{{values}}}" if words > 1 else values
+    ptx = f"st.global{qualifiers}.{ptx_type} [%0], {values}{', tt_pol' if policy else ''}"
+    inputs = [f'"l"({addr})'] + [f'"{constraint}"(tt_w[{i}])' for i in range(words)]
+    _asm_memory(em, ptx, [], inputs, mask, policy)
+    em.close()
+
+
+def _and(*conditions: str | None) -> str | None:
+    parts = [c for c in conditions if c]
+    if not parts:
+        return None
+    return " && ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
+
+
+@emits("store")
+def emit_store(em: Emitter, op: Operation) -> None:
+    ptr, value = op.operands[:2]
+    mask = op.operands[2] if len(op.operands) > 2 else None
+    elem_bytes = value.type.scalar.itemsize
+    qualifiers, policy = _cache_qualifiers(em, op, store=True)
+    if not ptr.type.is_block():
+        guard = _and(em.name(mask) if mask else None, "threadIdx.x == 0")
+        _store_access(em, em.name(value), None, elem_bytes, em.name(ptr), guard, qualifiers, policy)
+        return
+    linear = em.linear(ptr)
+    owner = owner_condition(linear)
+    vec = vector_width(em, ptr, mask)
+    unique = set(_unique_registers(linear))
+    for first in range(0, linear.num_registers, vec):
+        if first not in unique:
+            continue
+        guard = _and(em.reg(mask, first) if mask is not None else None, owner)
+        _store_access(em, em.name(value), first, vec * elem_bytes, em.reg(ptr, first), guard, qualifiers, policy)
+
+
+# -- atomics -----------------------------------------------------------------------------
+
+def _sem_scope(em: Emitter, op: Operation) -> tuple[str, str, str]:
+    """(qualifiers, fence before, fence after): `.sem.scope` from sm_70, fences on Pascal."""
+    sem = op.attrs.get("sem") or "acq_rel"
+    scope = op.attrs.get("scope") or "gpu"
+    if em.target >= 70:
+        return f".{sem}.{scope}", "", ""
+    fence = {"cta": "membar.cta;", "gpu": "membar.gl;", "sys": "membar.sys;"}[scope]
+    before = f'asm volatile("{fence}" ::: "memory");' if sem in ("release", "acq_rel") else ""
+    after = f'asm volatile("{fence}" ::: "memory");' if sem in ("acquire", "acq_rel") else ""
+    return f".{scope}", before, after
+
+
+_BITS_TYPE = {8: "unsigned char", 16: "unsigned short", 32: "unsigned", 64: "unsigned long long"}
+_CONSTRAINT = {16: "h", 32: "r", 64: "l"}
+
+
+def _atomic_instruction(em: Emitter, kind: str, ty, qualifiers: str) -> tuple[str, int] | None:
+    """(PTX of one native atom, operand bits) for `kind` on `ty`, or None when it needs a CAS loop."""
+    bits = ty.primitive_bitwidth
+    name = ty.name
+    if ty.is_floating():
+        if kind == "add":
+            if name in ("fp32", "fp64"):
+                return f"atom{qualifiers}.global.add.f{bits}", bits
+            if name == "fp16" and em.target >= 70:
+                return f"atom{qualifiers}.global.add.noftz.f16", 16
+            if name == "bf16" and em.target >= 90:
+                return f"atom{qualifiers}.global.add.noftz.bf16", 16
+            return None
+        if kind == "xchg":
+            return f"atom{qualifiers}.global.exch.b{bits}", bits
+        return None
+    if kind in ("and", "or", "xor"):
+        return f"atom{qualifiers}.global.{kind}.b{bits}", bits
+    if kind == "xchg":
+        return f"atom{qualifiers}.global.exch.b{bits}", bits
+    if kind == "add":
+        return f"atom{qualifiers}.global.add.u{bits}", bits
+    sign = "s" if ty.is_int_signed() else "u"
+    return f"atom{qualifiers}.global.{kind}.{sign}{bits}", bits
+
+
+def _atomic_one(em: Emitter, op: Operation, out: str, addr: str, val: str, cmp: str | None, guard: str | None) -> None:
+    """`out = atomic(addr, val)` for one element, where `guard` holds."""
+    ty = op.results[0].type.scalar
+    qualifiers, before, after = _sem_scope(em, op)
+    bits = ty.primitive_bitwidth
+    if bits not in _CONSTRAINT:
+        raise CodegenError(f"{op.name} on {ty} (at {op.loc}): atomics need 16-, 32- or 64-bit elements")
+    word = _BITS_TYPE[bits]
+    em.open(f"if ({guard or 'true'})")
+    if before:
+        em.line(before)
+    if op.name == "atomic_cas":
+        if bits == 16 and em.target < 70:
+            raise CodegenError(f"16-bit atomic_cas needs sm_70 (at {op.loc})")
+        c = _CONSTRAINT[bits]
+        em.line(f"{word} tt_old;")
+        em.line(f'asm volatile("atom{qualifiers}.global.cas.b{bits} %0, [%1], %2, %3;" : "={c}"(tt_old) : '
+                f'"l"({addr}), "{c}"(tt_bitcast<{word}>({cmp})), "{c}"(tt_bitcast<{word}>({val})) : "memory");')
+        em.line(f"{out} = tt_bitcast<{ctype(ty)}>(tt_old);")
+    else:
+        _atomic_rmw_one(em, op, ty, out, addr, val, qualifiers)
+    if after:
+        em.line(after)
+    em.close()
+
+
+def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: str, qualifiers: str) -> None:
+    kind = op.attrs["kind"]
+    bits = ty.primitive_bitwidth
+    word = _BITS_TYPE[bits]
+    if ty.is_floating() and kind in ("max", "min"):
+        if bits not in (32, 64):
+            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc}): only fp32 and fp64")
+        # IEEE order from integer order: non-negative floats order as signed
+        # integers, negative ones reversed as unsigned integers.
+        signed, c = ("int", "r") if bits == 32 else ("long long", "l")
+        first, second = ("max.s", "min.u") if kind == "max" else ("min.s", "max.u")
+        em.line(f"{word} tt_bits = tt_bitcast<{word}>({val}), tt_old;")
+        em.line(f"if (({signed})tt_bits >= 0) "
+                f'asm volatile("atom{qualifiers}.global.{first}{bits} %0, [%1], %2;" : "={c}"(tt_old) : '
+                f'"l"({addr}), "{c}"(tt_bits) : "memory");')
+        em.line(f"else "
+                f'asm volatile("atom{qualifiers}.global.{second}{bits} %0, [%1], %2;" : "={c}"(tt_old) : '
+                f'"l"({addr}), "{c}"(tt_bits) : "memory");')
+        em.line(f"{out} = tt_bitcast<{ctype(ty)}>(tt_old);")
+        return
+    native = _atomic_instruction(em, kind, ty, qualifiers)
+    if native is None:
+        if kind != "add" or bits != 16:
+            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc})")
+        _atomic_add16_cas_loop(em, ty, out, addr, val, qualifiers)
+        return
+    ptx, bits = native
+    c = _CONSTRAINT[bits]
+    em.line(f"{word} tt_old;")
+    em.line(f'asm volatile("{ptx} %0, [%1], %2;" : "={c}"(tt_old) : "l"({addr}), '
+            f'"{c}"(tt_bitcast<{word}>({val})) : "memory");')
+    em.line(f"{out} = tt_bitcast<{ctype(ty)}>(tt_old);")
+
+
+def _atomic_add16_cas_loop(em: Emitter, ty, out: str, addr: str, val: str, qualifiers: str) -> None:
+    """A 16-bit float add as a compare-and-swap loop on the aligned 32-bit word
+    (what Triton does where the GPU has no such atomic add)."""
+    em.line(f"unsigned* tt_word = (unsigned*)((unsigned long long)({addr}) & ~3ull);")
+    em.line(f"unsigned tt_shift = ((unsigned)(unsigned long long)({addr}) & 2u) * 8u;")
+    em.line("unsigned tt_seen = *(volatile unsigned*)tt_word, tt_expected;")
+    em.open("do")
+    em.line("tt_expected = tt_seen;")
+    em.line(f"{ctype(ty)} tt_cur = {{(unsigned short)(tt_expected >> tt_shift)}};")
+    total = narrow(f"({widen('tt_cur', ty)} + {widen(val, ty)})", ty)
+    em.line(f"unsigned tt_new = (tt_expected & ~(0xffffu << tt_shift)) | ((unsigned){total}.bits << tt_shift);")
+    em.line(f'asm volatile("atom{qualifiers}.global.cas.b32 %0, [%1], %2, %3;" : "=r"(tt_seen) : '
+            f'"l"(tt_word), "r"(tt_expected), "r"(tt_new) : "memory");')
+    em.close(" while (tt_seen != tt_expected);")
+    em.line(f"{out} = {ctype(ty)}{{(unsigned short)(tt_expected >> tt_shift)}};")
+
+
+def _needs_broadcast(op: Operation) -> bool:
+    ptr = op.operands[0]
+    if not ptr.type.is_block():
+        return True
+    linear = ptr.type.layout.linear(tuple(ptr.type.shape))
+    return owner_condition(linear) is not None
+
+
+@emits("atomic_rmw", "atomic_cas")
+def emit_atomic(em: Emitter, op: Operation) -> None:
+    ptr = op.operands[0]
+    if op.name == "atomic_cas":
+        cmp, val, mask = op.operands[1], op.operands[2], None
+    else:
+        val = op.operands[1]
+        mask = op.operands[2] if len(op.operands) > 2 else None
+        cmp = None
+    result = op.results[0]
+    if not ptr.type.is_block():
+        name = em.define_scalar(result, zero_value(result))
+        guard = _and(em.name(mask) if mask is not None else None, "threadIdx.x == 0")
+        _atomic_one(em, op, name, em.name(ptr), em.name(val), em.name(cmp) if cmp is not None else None, guard)
+        if em.is_used(result):
+            _share_from_owners(em, op, name)
+        return
+    linear = em.linear(ptr)
+    name = em.define_block(result)
+    em.for_registers(linear.num_registers, f"{name}[i] = {zero_value(result)};")
+    owner = owner_condition(linear)
+    unique = _unique_registers(linear)
+    for reg in unique:
+        guard = _and(em.reg(mask, reg) if mask is not None else None, owner)
+        _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
+                    em.reg(cmp, reg) if cmp is not None else None, guard)
+    if em.is_used(result) and (owner is not None or len(unique) < linear.num_registers):
+        _share_from_owners(em, op, name)
+
+
+def _share_from_owners(em: Emitter, op: Operation, name: str) -> None:
+    """Give every thread holding an element the old value its owner got."""
+    result = op.results[0]
+    elem = ctype(result.type)
+    nbytes = atomic_scratch_bytes(op)
+    em.barrier()
+    em.open()
+    em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
+    if not result.type.is_block():
+        em.line(f"if (threadIdx.x == 0) tt_buf[0] = {name};")
+        em.barrier()
+        em.line(f"{name} = tt_buf[0];")
+        em.close()
+        return
+    linear = em.linear(result)
+    strides = row_major_strides(tuple(result.type.shape))
+    owner = owner_condition(linear)
+    indices = {}
+    for reg in range(linear.num_registers):
+        coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
+        indices[reg] = " + ".join(f"{c} * {s}" for c, s in zip(coords, strides))
+    for reg in _unique_registers(linear):
+        em.line(f"if ({owner or 'true'}) tt_buf[{indices[reg]}] = {name}[{reg}];")
+    em.barrier()
+    for reg in range(linear.num_registers):
+        em.line(f"{name}[{reg}] = tt_buf[{indices[reg]}];")
+    em.close()
+
+
+@needs_scratch("atomic_rmw", "atomic_cas")
+def atomic_scratch_bytes(op: Operation) -> int:
+    if not _needs_broadcast(op):
+        return 0
+    result = op.results[0]
+    numel = 1
+    for s in (result.type.shape if result.type.is_block() else ()):
+        numel *= s
+    return numel * result.type.scalar.itemsize
