@@ -1,6 +1,8 @@
 """`python -m tritone <command>`.
 
     selftest   run a few complete kernels and compare them with numpy (exit 1 on any failure)
+    doctor     check this machine: Python, GPU, NVRTC, torch, triton, cache, a live kernel (exit 1 on a failure)
+    cache      info | clear | prune the on-disk kernel cache
 """
 
 from __future__ import annotations
@@ -10,11 +12,25 @@ import sys
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from .doctor import SUMMARY_SECTIONS, run
     from .selftest import print_report, run_checks
 
+    sys.stdout.write(run(SUMMARY_SECTIONS).summary_text())
     results = run_checks(seed=args.seed)
     print_report(results, sys.stdout)
     return 0 if all(result.passed for result in results) else 1
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import doctor_command
+
+    return doctor_command(sys.stdout, as_json=args.json)
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from .doctor.cache_report import cache_command
+
+    return cache_command(args.action, sys.stdout, older_than_days=args.older_than_days, max_size=args.max_size)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     selftest = commands.add_parser("selftest", help="run example kernels and check them against numpy")
     selftest.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
     selftest.set_defaults(handler=_selftest)
+    doctor = commands.add_parser("doctor", help="check this machine and say how to fix what is wrong")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.set_defaults(handler=_doctor)
+    cache = commands.add_parser("cache", help="the on-disk kernel cache")
+    cache.add_argument("action", choices=("info", "clear", "prune"))
+    cache.add_argument("--older-than-days", type=float, default=30.0,
+                       help="prune: remove entries written longer ago than this (default 30)")
+    cache.add_argument("--max-size", default=None, help="prune: then remove the oldest until the rest fit (2G, 500M)")
+    cache.set_defaults(handler=_cache)
     args = parser.parse_args(argv)
     return args.handler(args)
 

@@ -1,0 +1,348 @@
+"""The on-disk kernel cache as `doctor` sees it (location, whether it can be
+written and the fallback taken, free space, path lengths against Windows'
+260-character limit, entries by size and age) and `python -m tritone cache
+info|clear|prune`.
+
+Entries are found by the layout `runtime/cache.py` writes: one folder per key,
+named with the 26 base32 characters of a 128-bit key, holding the stage files
+and a `.json` commit mark. Only folders named that way are ever deleted, so a
+TRITON_CACHE_DIR shared with other tools (upstream Triton's entries have longer
+names) keeps everything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from .. import knobs
+from ..platform import Platform, host
+from ..runtime import cache
+from .report import Check, Status, plural, quoted
+
+SECTION = "cache"
+_ENTRY_FOLDER = re.compile(r"^[A-Z2-7]{26}$")
+# Older than this, a folder without its commit mark (or a temporary file) is
+# an interrupted write rather than one in progress.
+STALE_SECONDS = 3600.0
+LOW_FREE_BYTES = 200 * 2**20
+# A kernel name of this length is common (TorchInductor's fused names are longer still).
+TYPICAL_NAME = 60
+WINDOWS_PATH_LIMIT = cache.LONG_PATH_LIMIT
+_LONG_PATHS_KEY = r"SYSTEM\CurrentControlSet\Control\FileSystem"
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """One entry folder: the kernels its commit marks name, its size in bytes,
+    when it was last written, whether it is complete, and the temporary files
+    an interrupted write left in it."""
+
+    folder: str
+    kernels: tuple[str, ...]
+    size: int
+    modified: float
+    complete: bool
+    temporary_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CacheFacts:
+    """Where the cache was asked to be (`wanted`, from TRITON_CACHE_DIR when
+    `configured`) and where it is (`used`, None when nowhere is writable, with
+    `problem` saying why `wanted` could not be used), and what is in it."""
+
+    wanted: str
+    configured: bool
+    used: str | None
+    problem: str | None
+    free_bytes: int | None
+    longest_path: str | None
+    entries: tuple[EntryInfo, ...]
+    long_paths_enabled: bool | None
+    now: float
+
+
+def long_paths_enabled(platform: Platform) -> bool | None:
+    """Windows' LongPathsEnabled registry value (HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem)
+    as a bool; None elsewhere or when it cannot be read."""
+    if not platform.is_windows or sys.platform != "win32":
+        return None
+    import winreg
+
+    try:
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, _LONG_PATHS_KEY) as key:
+            value, _ = winreg.QueryValueEx(key, "LongPathsEnabled")
+    except OSError:
+        return False
+    return value == 1
+
+
+def _scan_entry(platform: Platform, folder: str) -> EntryInfo:
+    kernels = []
+    size = 0
+    modified = 0.0
+    temporary = []
+    complete = False
+    now = time.time()
+    for name in platform.list_dir(folder):
+        path = platform.path.join(folder, name)
+        try:
+            status = os.stat(cache.long_path(platform, path))
+        except OSError:
+            continue
+        size += status.st_size
+        modified = max(modified, status.st_mtime)
+        if name.endswith(".tmp"):
+            if now - status.st_mtime > STALE_SECONDS:
+                temporary.append(path)
+        elif name.endswith(".json"):
+            record = _read_mark(platform, path)
+            if record is not None:
+                complete = True
+                kernels.append(str(record["name"]))
+    return EntryInfo(folder, tuple(kernels), size, modified, complete, tuple(temporary))
+
+
+def _read_mark(platform: Platform, path: str) -> dict | None:
+    try:
+        with open(cache.long_path(platform, path), encoding="utf-8") as file:
+            record = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not {"format", "key", "name", "files"} <= record.keys():
+        return None
+    return record
+
+
+def scan_entries(platform: Platform, root: str) -> tuple[EntryInfo, ...]:
+    """Every entry folder under `root` (see the module docstring), oldest first."""
+    folders = [platform.path.join(root, name) for name in platform.list_dir(root) if _ENTRY_FOLDER.match(name)]
+    entries = [_scan_entry(platform, folder) for folder in folders if platform.is_dir(folder)]
+    return tuple(sorted(entries, key=lambda entry: entry.modified))
+
+
+def _longest_path(root: str) -> str | None:
+    longest = None
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            if longest is None or len(path) > len(longest):
+                longest = path
+    return longest
+
+
+def _free_bytes(folder: str) -> int | None:
+    while folder and not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        folder = parent if parent != folder else ""
+    try:
+        return shutil.disk_usage(folder).free if folder else None
+    except OSError:
+        return None
+
+
+def cache_facts(platform: Platform | None = None) -> CacheFacts:
+    """The cache this process uses (TRITON_CACHE_DIR or the user cache folder,
+    with the fallback `runtime/cache.py` takes when that cannot be written)."""
+    platform = platform or host()
+    configured = knobs.cache.dir
+    wanted = cache.default_root(platform, configured)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        used_cache = cache.cache_for_root(configured)
+    used = used_cache.root if used_cache is not None else None
+    problem = None
+    if used != wanted:
+        said = [str(warning.message) for warning in caught]
+        problem = said[0] if said else f"{wanted} cannot be written"
+    root = used or wanted
+    return CacheFacts(
+        wanted=wanted, configured=configured is not None, used=used, problem=problem,
+        free_bytes=_free_bytes(root), longest_path=_longest_path(root) if used else None,
+        entries=scan_entries(platform, used) if used else (), long_paths_enabled=long_paths_enabled(platform),
+        now=time.time())
+
+
+def size_text(size: float) -> str:
+    """Bytes for people: 1536 -> "1.5 KiB"."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def age_text(seconds: float) -> str:
+    """A duration for people, in its largest whole unit: "3 days", "5 hours"."""
+    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= length:
+            return plural(int(seconds // length), unit)
+    return plural(max(int(seconds), 0), "second")
+
+
+def parse_size(text: str) -> int:
+    """"500M", "2G", "1.5GiB", "4096" -> bytes (powers of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (examples: 500M, 2G, 4096)")
+    scale = 1024 ** " kmgt".index((match.group(2) or " ").lower())
+    return int(float(match.group(1)) * scale)
+
+
+def cache_checks(platform: Platform, facts: CacheFacts) -> list[Check]:
+    """Location and writability, free space, path lengths, entries."""
+    checks = [_location(facts)]
+    if facts.used is None:
+        return checks
+    if facts.free_bytes is not None:
+        free = size_text(facts.free_bytes)
+        if facts.free_bytes < LOW_FREE_BYTES:
+            checks.append(Check(SECTION, "free space", Status.WARN, f"{free} free on the cache's drive",
+                                fix="free some space, or set TRITON_CACHE_DIR to a folder on another drive"))
+        else:
+            checks.append(Check(SECTION, "free space", Status.PASS, f"{free} free on the cache's drive"))
+    checks.append(_path_length(platform, facts))
+    checks.append(_entries(facts))
+    return checks
+
+
+def _location(facts: CacheFacts) -> Check:
+    origin = "TRITON_CACHE_DIR" if facts.configured else "default"
+    if facts.used is None:
+        return Check(SECTION, "location", Status.FAIL,
+                     "no writable cache folder: kernels are compiled again in every process",
+                     (facts.problem or "",),
+                     "set TRITON_CACHE_DIR to a folder you can write (or fix the permissions of "
+                     f"{facts.wanted})")
+    if facts.used != facts.wanted:
+        return Check(SECTION, "location", Status.WARN,
+                     f"{facts.wanted} ({origin}) cannot be written; using {facts.used} instead",
+                     (facts.problem or "",),
+                     f"set TRITON_CACHE_DIR to a folder you can write, or fix the permissions of {facts.wanted}")
+    return Check(SECTION, "location", Status.PASS, f"{facts.used} ({origin}), writable")
+
+
+def _path_length(platform: Platform, facts: CacheFacts) -> Check:
+    root = facts.used or facts.wanted
+    # <root>\<26-character entry>\<kernel name>.cubin
+    typical = len(root) + 1 + 26 + 1 + TYPICAL_NAME + len(".cubin")
+    longest = len(facts.longest_path) if facts.longest_path else 0
+    summary = f"longest path {longest} characters" if longest else "no files yet"
+    summary += f"; a {TYPICAL_NAME}-character kernel name gives {typical}"
+    if not platform.is_windows:
+        return Check(SECTION, "path length", Status.PASS, summary)
+    registry = {True: "1 (long paths allowed)", False: "0 (260-character limit)", None: "unknown"}
+    summary += f"; LongPathsEnabled = {registry[facts.long_paths_enabled]}"
+    details = (f"longest: {facts.longest_path}",) if facts.longest_path else ()
+    if facts.long_paths_enabled is not True and max(longest, typical) > WINDOWS_PATH_LIMIT:
+        return Check(SECTION, "path length", Status.WARN,
+                     summary + ": tools that open cache files without the \\\\?\\ prefix (TorchInductor) "
+                     "fail with [WinError 206] or FileNotFoundError", details,
+                     "set TRITON_CACHE_DIR to a short folder (C:\\tritone-cache), or, as administrator: reg add "
+                     f"HKLM\\{_LONG_PATHS_KEY} /v LongPathsEnabled /t REG_DWORD /d 1 /f")
+    return Check(SECTION, "path length", Status.PASS, summary, details)
+
+
+def _entries(facts: CacheFacts) -> Check:
+    entries = facts.entries
+    if not entries:
+        return Check(SECTION, "entries", Status.PASS, "empty")
+    total = size_text(sum(entry.size for entry in entries))
+    summary = (f"{plural(len(entries), 'entry', 'entries')}, {total}; oldest written "
+               f"{age_text(facts.now - entries[0].modified)} ago, newest {age_text(facts.now - entries[-1].modified)}"
+               " ago")
+    stale = [entry for entry in entries if _is_stale(entry, facts.now)]
+    if not stale:
+        return Check(SECTION, "entries", Status.PASS, summary)
+    return Check(SECTION, "entries", Status.PASS, summary,
+                 (f"{plural(len(stale), 'entry', 'entries')} left incomplete by interrupted "
+                  "writes (recompiled when needed): `python -m tritone cache prune` removes them",))
+
+
+def _is_stale(entry: EntryInfo, now: float) -> bool:
+    return bool(entry.temporary_files) or (not entry.complete and now - entry.modified > STALE_SECONDS)
+
+
+# --------------------------------------------------------------------------- python -m tritone cache
+
+
+def _remove(platform: Platform, path: str, out: TextIO) -> bool:
+    try:
+        if os.path.isdir(cache.long_path(platform, path)):
+            shutil.rmtree(cache.long_path(platform, path))
+        else:
+            os.remove(cache.long_path(platform, path))
+    except OSError as error:
+        out.write(f"  could not remove {path}: {error}\n")
+        return False
+    return True
+
+
+def cache_command(action: str, out: TextIO, *, older_than_days: float = 30.0, max_size: str | None = None,
+                  platform: Platform | None = None) -> int:
+    """`info`: where the cache is and what it holds. `clear`: remove every entry.
+    `prune`: remove entries written more than `older_than_days` ago, entries
+    left incomplete, and then the oldest entries until the rest fit in
+    `max_size` ("2G"). Returns the exit status (1 when something could not be
+    removed or there is no cache)."""
+    platform = platform or host()
+    facts = cache_facts(platform)
+    if action == "info":
+        for check in cache_checks(platform, facts):
+            out.write(f"{check.name}: {check.summary}\n")
+            for detail in check.details:
+                out.write(f"  {detail}\n")
+            if check.fix:
+                out.write(f"  fix: {check.fix}\n")
+        return 0 if facts.used is not None else 1
+    if facts.used is None:
+        out.write(f"no cache: {facts.problem}\n")
+        return 1
+    if action == "clear":
+        doomed = list(facts.entries)
+    elif action == "prune":
+        doomed = _prune_plan(facts, older_than_days, parse_size(max_size) if max_size else None)
+    else:
+        raise ValueError(f"unknown cache action {action!r} (info, clear, prune)")
+    removed = failed = freed = 0
+    for entry in doomed:
+        if _remove(platform, entry.folder, out):
+            removed += 1
+            freed += entry.size
+        else:
+            failed += 1
+    kept = [entry for entry in facts.entries if entry not in doomed]
+    for entry in kept:
+        for path in entry.temporary_files:
+            failed += not _remove(platform, path, out)
+    out.write(f"{action}: removed {plural(removed, 'entry', 'entries')} ({size_text(freed)}) "
+              f"from {quoted(facts.used)}; {len(kept)} left\n")
+    return 1 if failed else 0
+
+
+def _prune_plan(facts: CacheFacts, older_than_days: float, max_bytes: int | None) -> list[EntryInfo]:
+    """The entries `prune` removes: stale or incomplete ones, those older than
+    the limit, then the oldest until the rest fit in `max_bytes`."""
+    limit = older_than_days * 86400
+    doomed = [entry for entry in facts.entries
+              if (not entry.complete and facts.now - entry.modified > STALE_SECONDS)
+              or facts.now - entry.modified > limit]
+    if max_bytes is not None:
+        kept: Sequence[EntryInfo] = [entry for entry in facts.entries if entry not in doomed]
+        total = sum(entry.size for entry in kept)
+        for entry in kept:  # oldest first
+            if total <= max_bytes:
+                break
+            doomed.append(entry)
+            total -= entry.size
+    return doomed
