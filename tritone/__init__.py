@@ -11,9 +11,10 @@ and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
 __version__ = "3.6.0"
 __tritone_version__ = "0.1.0"
 
-from . import knobs, language
+from . import knobs, language, testing
 from .compiler import compile
 from .errors import CompilationError, InterpreterError, OutOfResources, TritonError
+from .runtime.autotuner import Config, autotune, heuristics
 from .runtime.jit import (
     JITFunction,
     KernelInterface,
@@ -41,6 +42,7 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = [
     "CompilationError",
+    "Config",
     "InterpreterError",
     "JITFunction",
     "KernelInterface",
@@ -48,12 +50,15 @@ __all__ = [
     "OutOfResources",
     "TensorWrapper",
     "TritonError",
+    "autotune",
     "cdiv",
     "compile",
     "constexpr_function",
+    "heuristics",
     "jit",
     "knobs",
     "language",
     "next_power_of_2",
     "reinterpret",
+    "testing",
 ]
