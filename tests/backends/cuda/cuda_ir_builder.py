@@ -26,13 +26,13 @@ class KernelBuilder:
         self.line += 1
         return Location(self.file, self.line, 4, self.fn.name)
 
-    def op(self, name: str, operands, result_type=None, **attrs) -> Value | None:
+    def op(self, op_name: str, operands, result_type=None, /, **attrs) -> Value | None:
         types = [result_type] if result_type is not None else []
-        op = self.b.create(name, list(operands), types, attrs, loc=self._next_loc())
+        op = self.b.create(op_name, list(operands), types, attrs, loc=self._next_loc())
         return op.results[0] if op.results else None
 
-    def op_multi(self, name: str, operands, result_types, regions=(), **attrs):
-        op = self.b.create(name, list(operands), list(result_types), attrs, list(regions), loc=self._next_loc())
+    def op_multi(self, op_name: str, operands, result_types, regions=(), /, **attrs):
+        op = self.b.create(op_name, list(operands), list(result_types), attrs, list(regions), loc=self._next_loc())
         return op
 
     # -- construction --------------------------------------------------------
@@ -119,3 +119,20 @@ class _Inside:
 
     def __exit__(self, *exc):
         self.kb.b.restore_insertion_point(self.saved)
+
+
+def combine_region(kb: KernelBuilder, types: list[T.dtype], body) -> Region:
+    """A reduce/scan combine region over `types`: `body(kb, lefts, rights)` returns the yielded values."""
+    region, args = kb.region(list(types) * 2)
+    with kb.inside(region):
+        kb.op("yield", body(kb, args[: len(types)], args[len(types):]))
+    return region
+
+
+def reduce(kb: KernelBuilder, inputs: list[Value], axis: int, body, name: str = "reduce", **attrs) -> list[Value]:
+    shape = list(inputs[0].type.shape)
+    if name == "reduce":
+        del shape[axis]
+    types = [T.block_type(v.type.scalar, shape) if shape else v.type.scalar for v in inputs]
+    region = combine_region(kb, [v.type.scalar for v in inputs], body)
+    return kb.op_multi(name, inputs, types, [region], axis=axis, **attrs).results

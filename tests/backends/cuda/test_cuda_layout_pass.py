@@ -3,6 +3,7 @@ analysis proves alignment, slices for reductions, conversions only where
 producers and consumers truly disagree."""
 
 from cuda_ir_builder import KernelBuilder
+
 from tritone.backends.cuda import layout_pass
 from tritone.backends.cuda.layouts import BlockedLayout, SliceLayout
 from tritone.ir import types as T

@@ -23,7 +23,7 @@ from .axis_info import max_vector_elements
 from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
 from .codegen_elementwise import elementwise
 from .codegen_layout import _unique_registers
-from .codegen_types import ctype, narrow, widen
+from .codegen_types import ctype, is_narrow_float, narrow, widen
 from .layouts import LinearLayout
 
 # bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
@@ -37,8 +37,13 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
 
 
 def zero_value(value: Value) -> str:
+    """The all-zero-bits value of `value`'s element type, as C++."""
     ty = value.type.scalar
-    return "nullptr" if ty.is_ptr() else f"{ctype(ty)}{{}}"
+    if ty.is_ptr():
+        return "nullptr"
+    if is_narrow_float(ty):
+        return f"{ctype(ty)}{{}}"
+    return f"(({ctype(ty)})0)"
 
 
 def owner_condition(linear: LinearLayout) -> str | None:

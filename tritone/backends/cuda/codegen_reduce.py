@@ -84,6 +84,9 @@ def _packed_bits(var: str, bits: list[int]) -> str:
     """The bits of `var` at positions `bits`, packed low to high."""
     if not bits:
         return "0"
+    if bits == list(range(bits[0], bits[0] + len(bits))):
+        shifted = f"({var} >> {bits[0]})" if bits[0] else var
+        return f"({shifted} & {(1 << len(bits)) - 1})"
     return " | ".join(f"(({var} >> {bit}) & 1) << {j}" if j else f"(({var} >> {bit}) & 1)"
                       for j, bit in enumerate(bits))
 
@@ -154,16 +157,17 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
             _call(em, combine, names, [em.reg(v, reg) for v in inputs], names)
         accs[key] = names
     for bit in _axis_bits(linear.lanes, axis, "lane", op.loc):
+        upper = em.fresh("tt_upper")
+        em.line(f"const bool {upper} = (tt_lane & {1 << bit}) != 0;")
         for names in accs.values():
-            others = [em.fresh("tt_other") for _ in inputs]
+            # the lane with the bit set holds the higher indices: it goes on the right
+            left, right = [em.fresh("tt_l") for _ in inputs], [em.fresh("tt_r") for _ in inputs]
             for k, value in enumerate(inputs):
-                em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
-            em.open(f"if (tt_lane & {1 << bit})")
-            _call(em, combine, others, names, names)
-            em.close()
-            em.open("else")
-            _call(em, combine, names, others, names)
-            em.close()
+                t = ctype(value.type)
+                em.line(f"{t} {right[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
+                em.line(f"{t} {left[k]} = {upper} ? {right[k]} : {names[k]};")
+                em.line(f"if ({upper}) {right[k]} = {names[k]};")
+            _call(em, combine, left, right, names)
     warp_bits = _axis_bits(linear.warps, axis, "warp", op.loc)
     if warp_bits:
         _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine)
@@ -272,8 +276,14 @@ def emit_scan(em: Emitter, op: Operation) -> None:
 
 
 def _lane_with(position: str, bits: list[int]) -> str:
+    """This lane with its bits at `bits` replaced by those of `position`."""
     mask = sum(1 << b for b in bits)
-    deposit = " | ".join(f"((({position}) >> {j}) & 1) << {b}" for j, b in enumerate(bits))
+    if bits == list(range(bits[0], bits[0] + len(bits))):
+        deposit = f"((({position}) & {(1 << len(bits)) - 1}) << {bits[0]})"
+    else:
+        deposit = " | ".join(f"((({position}) >> {j}) & 1) << {b}" for j, b in enumerate(bits))
+    if mask == 31:
+        return deposit
     return f"((tt_lane & {~mask & 31}) | {deposit})"
 
 
@@ -293,7 +303,8 @@ def _scan_lanes(em: Emitter, op: Operation, plan: _ScanShape, chunks, totals, ou
     while distance < lanes:
         source = f"{k} + {distance}" if reverse else f"{k} - {distance}"
         valid = f"{k} + {distance} < {lanes}" if reverse else f"{k} >= {distance}"
-        source_lane = _lane_with(source, plan.lane_bits)
+        source_lane = em.fresh("tt_src")
+        em.line(f"const int {source_lane} = {_lane_with(source, plan.lane_bits)};")
         for names in running.values():
             got = [em.fresh("tt_got") for _ in inputs]
             for j, value in enumerate(inputs):
@@ -305,7 +316,9 @@ def _scan_lanes(em: Emitter, op: Operation, plan: _ScanShape, chunks, totals, ou
     neighbour = f"{k} + 1" if reverse else f"{k} - 1"
     has_prefix = f"{k} + 1 < {lanes}" if reverse else f"{k} > 0"
     last = "0" if reverse else str(lanes - 1)
-    neighbour_lane = _lane_with(neighbour, plan.lane_bits)
+    neighbour_lane, last_lane = em.fresh("tt_src"), em.fresh("tt_src")
+    em.line(f"const int {neighbour_lane} = {_lane_with(neighbour, plan.lane_bits)};")
+    em.line(f"const int {last_lane} = {_lane_with(last, plan.lane_bits)};")
     segment_totals = {}
     for chunk, names in running.items():
         prefix = [em.fresh("tt_pre") for _ in inputs]
@@ -317,7 +330,7 @@ def _scan_lanes(em: Emitter, op: Operation, plan: _ScanShape, chunks, totals, ou
         em.close()
         segment = [em.fresh("tt_seg") for _ in inputs]
         for j, value in enumerate(inputs):
-            em.line(f"{ctype(value.type)} {segment[j]} = tt_shfl_idx({names[j]}, {_lane_with(last, plan.lane_bits)});")
+            em.line(f"{ctype(value.type)} {segment[j]} = tt_shfl_idx({names[j]}, {last_lane});")
         segment_totals[chunk] = segment
     return segment_totals
 
