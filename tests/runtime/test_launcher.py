@@ -89,7 +89,14 @@ class FakeGPU:
             return 1
         return self.store(out, pointer)
 
-    def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra) -> int:
+    def launch(self, *arguments) -> int:
+        # The launcher passes ctypes values (c_void_p, c_uint32) and Python ints.
+        function, gx, gy, gz, bx, by, bz, shared, stream = (getattr(a, "value", a) for a in arguments[:9])
+        parameters, extra = arguments[9:]
+        if not all(type(g) is int for g in (gx, gy, gz)):
+            # What ctypes says of a numpy integer passed to a function without argtypes.
+            raise ctypes.ArgumentError("argument 2: TypeError: Don't know how to convert parameter 2")
+        stream = stream or 0  # a NULL c_void_p reads as None
         code = self.launch_codes.pop(0) if self.launch_codes else 0
         self.launches.append({
             "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream,
@@ -200,6 +207,17 @@ def test_grid_limits(gpu):
     with pytest.raises(TypeError, match="grid dimension y must be an integer, got str"):
         check_grid("my_kernel", 1, "2", 1)
     assert len(gpu.launches) == 1
+
+
+def test_numpy_grid_and_stream_types(gpu):
+    plan = LaunchPlan(spec_of([("n", "i32")], name="my_kernel"), 0, gpu.driver)
+    plan.launch(np.int64(3), np.int32(2), 1, 0, 5)
+    assert gpu.launches[-1]["grid"] == (3, 2, 1)
+    plan.launch(1, 1, 1, 2**63 + 16, 5)
+    assert gpu.launches[-1]["stream"] == 2**63 + 16
+    with pytest.raises(TypeError, match=r"kernel my_kernel: the stream must be a CUDA stream handle .*got str"):
+        plan.launch(1, 1, 1, "stream", 5)
+    assert len(gpu.launches) == 2
 
 
 def test_cpu_tensor_is_refused_naming_the_parameter(gpu):
@@ -336,8 +354,8 @@ def test_plans_are_shared_per_kernel_and_device(gpu):
     assert len(gpu.images) == 2
 
 
-def test_default_stream_without_torch_cuda(gpu):
-    assert not torch.cuda.is_initialized()
+def test_default_stream_without_torch_cuda(gpu, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     plan = LaunchPlan(spec_of([("n", "i32")]), 0, gpu.driver)
     plan.launch(1, 1, 1, None, 3)
     assert gpu.launches[-1]["stream"] == 0

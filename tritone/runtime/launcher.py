@@ -326,6 +326,11 @@ class LaunchPlan:
         self.n_spills = driver.function_attribute(FunctionAttribute.LOCAL_SIZE_BYTES, self.function) // 4
         self.n_max_threads = driver.function_attribute(FunctionAttribute.MAX_THREADS_PER_BLOCK, self.function)
         self._check_resources()
+        # The constant arguments of cuLaunchKernel, converted to their C types once.
+        self._call_arguments = (ctypes.c_void_p(self.function), ctypes.c_uint32(spec.block_size),
+                                ctypes.c_uint32(1), ctypes.c_uint32(spec.shared))
+        self._stream_slot = ctypes.c_void_p()
+        self._launch_call = _unprototyped(driver.function("cuLaunchKernel"))
         self.launch = self._generate_launch(converters)
 
     def _load(self) -> tuple[int, int]:
@@ -357,10 +362,12 @@ class LaunchPlan:
         prefix = "_" * underscores + "L"
         namespace: dict[str, Any] = {
             f"{prefix}lock": threading.Lock(),
-            f"{prefix}launch": self.driver.function("cuLaunchKernel"),
-            f"{prefix}function": self.function,
-            f"{prefix}block": spec.block_size,
-            f"{prefix}shared": spec.shared,
+            f"{prefix}launch": self._launch_call,
+            f"{prefix}function": self._call_arguments[0],
+            f"{prefix}block": self._call_arguments[1],
+            f"{prefix}one": self._call_arguments[2],
+            f"{prefix}shared": self._call_arguments[3],
+            f"{prefix}stream_slot": self._stream_slot,
             f"{prefix}params": self.parameters,
             f"{prefix}device": self.device,
             f"{prefix}stream_of": _raw_stream_getter(),
@@ -368,6 +375,7 @@ class LaunchPlan:
             f"{prefix}Tensor": getattr(sys.modules.get("torch"), "Tensor", _NoTensorType),
             f"{prefix}pointer": self._pointer,
             f"{prefix}argument_error": self._argument_error,
+            f"{prefix}launch_converted": self._launch_converted,
             f"{prefix}failed": self._launch_failed,
             f"{prefix}ArgumentError": ctypes.ArgumentError,
         }
@@ -376,6 +384,7 @@ class LaunchPlan:
         body = []
         for slot, param in enumerate(spec.runtime_parameters):
             body.extend(_pack_lines(prefix, slot, param))
+        body.append(f"{prefix}stream_slot.value = {prefix}stream")
         values = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
         grid = f"{prefix}x, {prefix}y, {prefix}z"
         lines = [
@@ -388,16 +397,16 @@ class LaunchPlan:
             f"        {prefix}stream = {prefix}stream_of({prefix}device)",
             f"    with {prefix}lock:",
             "        try:",
-            *(f"            {line}" for line in body or ["pass"]),
+            *(f"            {line}" for line in body),
             f"        except Exception as {prefix}error:",
-            f"            {prefix}argument_error({prefix}error, {values})",
+            f"            {prefix}argument_error({prefix}error, {values}, {prefix}stream)",
             "        try:",
-            f"            {prefix}code = {prefix}launch({prefix}function, {grid}, {prefix}block, 1, 1, "
-            f"{prefix}shared, {prefix}stream, {prefix}params, None)",
-            f"        except {prefix}ArgumentError as {prefix}error:",
-            f"            {prefix}argument_error({prefix}error, {values}, ({grid}, {prefix}stream))",
+            f"            {prefix}code = {prefix}launch({prefix}function, {grid}, {prefix}block, {prefix}one, "
+            f"{prefix}one, {prefix}shared, {prefix}stream_slot, {prefix}params, None)",
+            f"        except {prefix}ArgumentError:",
+            f"            {prefix}code = {prefix}launch_converted({grid})",
             f"        if {prefix}code:",
-            f"            {prefix}failed({prefix}code, {grid}, {prefix}stream)",
+            f"            {prefix}failed({prefix}code, {grid})",
         ]
         source = "\n".join(lines) + "\n"
         exec(compile(source, f"<launcher of {spec.name}>", "exec"), namespace)
@@ -408,12 +417,10 @@ class LaunchPlan:
     def _pointer(self, value: Any, slot: int) -> int:
         return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver)
 
-    def _argument_error(self, error: Exception, values: Sequence[Any], launch: tuple | None = None) -> None:
-        """Raise an error naming the first argument that cannot be passed; `error`
-        is what the fast path met."""
+    def _argument_error(self, error: Exception, values: Sequence[Any], stream: Any) -> None:
+        """Raise an error naming the first argument (or the stream) that cannot be
+        passed; `error` is what the fast path met."""
         spec = self.spec
-        if len(values) != len(spec.parameters):
-            raise TypeError(f"kernel {spec.name} takes {len(spec.parameters)} arguments, got {len(values)}")
         for param, value in zip(spec.parameters, values):
             if param.is_constexpr:
                 continue
@@ -426,25 +433,40 @@ class LaunchPlan:
             problem = _scalar_problem(param, value)
             if problem is not None:
                 raise problem.with_traceback(None) from None
-        if launch is not None:
-            (grid_x, grid_y, grid_z), stream = launch
-            check_grid(spec.name, grid_x, grid_y, grid_z)
+        if not isinstance(stream, int):
             raise TypeError(f"kernel {spec.name}: the stream must be a CUDA stream handle (an int, such as "
-                            f"torch.cuda.Stream().cuda_stream), got {type(stream).__name__}") from None
+                            f"torch.cuda.current_stream().cuda_stream), got {type(stream).__name__}") from None
         raise error
 
-    def _launch_failed(self, code: int, grid_x: int, grid_y: int, grid_z: int, stream: int) -> None:
+    def _launch_converted(self, grid_x: Any, grid_y: Any, grid_z: Any) -> int:
+        """Launch with grid dimensions that are integers of another type (numpy's)."""
+        check_grid(self.spec.name, grid_x, grid_y, grid_z)
+        function, block, one, shared = self._call_arguments
+        return self._launch_call(function, operator.index(grid_x), operator.index(grid_y), operator.index(grid_z),
+                                 block, one, one, shared, self._stream_slot, self.parameters, None)
+
+    def _launch_failed(self, code: int, grid_x: int, grid_y: int, grid_z: int) -> None:
         """A launch returned `code`: retry once with the device's context made current
         when no context or another one was current on this thread; else raise."""
         spec = self.spec
-        launch = self.driver.function("cuLaunchKernel")
         if code in _CONTEXT_ERRORS:
             self.driver.context_set_current(self.context)
-            code = launch(self.function, grid_x, grid_y, grid_z, spec.block_size, 1, 1, spec.shared, stream,
-                          self.parameters, None)
+            code = self._launch_converted(grid_x, grid_y, grid_z)
         self.driver.check("cuLaunchKernel", code,
                           f"kernel {spec.name}: grid ({grid_x}, {grid_y}, {grid_z}), {spec.block_size} threads "
                           f"per block, {spec.shared} bytes of shared memory, on cuda:{self.device}")
+
+
+def _unprototyped(function: Any) -> Any:
+    """A second handle on the same C function without `argtypes`, so that calls
+    skip ctypes' per-argument conversion (about a fifth of a launch's host time).
+    Its callers pass only ctypes values of the exact C types, and Python ints below
+    2**31 where the C type is 32 bits wide. A stand-in (a simulated driver) is used as is."""
+    if not isinstance(function, ctypes._CFuncPtr):
+        return function
+    raw = type(function)(ctypes.cast(function, ctypes.c_void_p).value)
+    raw.restype = ctypes.c_int32
+    return raw
 
 
 def _identifier(name: str) -> str:
