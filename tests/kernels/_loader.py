@@ -128,6 +128,7 @@ def implementation_under_test() -> Implementation:
         raise ValueError(f"{IMPL_ENV} must be 'tritone' or 'upstream', got {choice!r}")
     triton = importlib.import_module("tritone")
     tl = importlib.import_module("tritone.language")
-    knobs = importlib.import_module("tritone.knobs")
-    interpret = bool(knobs.runtime.interpret) or not _cuda_usable()
-    return Implementation("tritone", triton, tl, "cpu" if interpret else "cuda", False)
+    # The runtime alone decides between the GPU and its CPU interpreter.
+    launch = importlib.import_module("tritone.runtime.launch")
+    on_gpu = launch.active_target().backend == "cuda"
+    return Implementation("tritone", triton, tl, "cuda" if on_gpu else "cpu", False)
