@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tritone.backends.cuda import generate_cuda
@@ -28,16 +30,21 @@ def cuda_compile():
     nvrtc = _nvrtc()
 
     def compile_all(build, archs=ARCHS, options=None):
-        results = {}
+        generated = {}
         for arch in archs:
-            if not nvrtc.knows(arch):
-                continue
-            kb = build()
-            source, name, metadata = generate_cuda(kb.module, arch, options)
-            result = nvrtc.compile(source, f"{name}.cu", arch, options=["-w"])
+            if nvrtc.knows(arch):
+                source, name, metadata = generate_cuda(build().module, arch, options)
+                generated[arch] = (source, name, metadata)
+        assert generated, "NVRTC knows none of the architectures"
+        # NVRTC compiles separate programs concurrently (and releases the GIL)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {arch: pool.submit(nvrtc.compile, source, f"{name}.cu", arch, options=["-w"])
+                       for arch, (source, name, _) in generated.items()}
+        results = {}
+        for arch, (source, _, metadata) in generated.items():
+            result = futures[arch].result()
             assert result.cubin[:4] == ELF_MAGIC, f"sm_{arch}: not a cubin"
             results[arch] = (source, metadata, result)
-        assert results, "NVRTC knows none of the architectures"
         return results
 
     return compile_all

@@ -64,6 +64,9 @@ def generate_cuda(module: Module, target: int, options: Any = None) -> tuple[str
     ctx = PassContext(MappingProxyType({"num_warps": num_warps, "target": target}))
     for pass_module in GPU_PASSES:
         pass_module.run(module, ctx)
+    if codegen_options.debug:
+        for fn in module.functions.values():
+            layout_pass.verify_layouts(fn)
     shared = int(module.attrs.get("shared", 0))
     if shared > max_shared_memory(target):
         raise OutOfResources(shared, max_shared_memory(target), "shared memory")

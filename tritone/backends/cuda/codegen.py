@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     codegen_control,
     codegen_debug,
     codegen_elementwise,
+    codegen_gather,
     codegen_layout,
     codegen_memory,
     codegen_reduce,

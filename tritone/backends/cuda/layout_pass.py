@@ -245,6 +245,10 @@ class _Assigner:
                 self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif name in ("broadcast", "expand_dims", "permute"):
             self.links.append(_Link(op, op.operands[0], op.results[0]))
+        elif name == "gather":
+            self.join([op.results[0], op.operands[1]])
+        elif name == "histogram":
+            self.join(op.operands)
         elif name == "for":
             body = op.regions[0]
             for i, result in enumerate(op.results):
@@ -367,6 +371,10 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
         return [first.type.layout if _is_block(first) else None] * n
     if name in ("broadcast", "expand_dims", "permute"):
         return [operand_layout_for(op, op.results[0].type.layout)]
+    if name == "gather":
+        return [None, op.results[0].type.layout]
+    if name == "histogram":
+        return [None, op.operands[0].type.layout] if n > 1 else [None]
     if name == "for":
         return [None] * 3 + [r.type.layout if _is_block(r) else None for r in op.results]
     if name == "while":
