@@ -71,9 +71,9 @@ class CountingCompiler:
                              nvrtc_version=self.version)
 
 
-def fake_generate(module, target, options):
-    return (f"extern \"C\" __global__ void copy_kernel() {{}} // sm_{target.arch} w{options.num_warps}\n",
-            "copy_kernel", {"shared": 1024, "nvrtc_options": ["--std=c++17"]})
+def fake_generate(module, arch, options):
+    return (f"extern \"C\" __global__ void copy_kernel() {{}} // sm_{arch} w{options.num_warps}\n",
+            "copy_kernel", {"shared": 1024, "nvrtc_options": ["--std=c++17"], "params": [("x", "float*", 8)]})
 
 
 def compile_once(root: Path, compiler: CountingCompiler, module_ir, **kwargs):

@@ -16,7 +16,7 @@ import torch
 
 import tritone
 import tritone.language as tl
-from tritone.backends.compiler import GPUTarget
+from tritone.backends.compiler import GPUTarget, KernelOptions
 from tritone.compiler.compiler import ASTSource
 from tritone.errors import OutOfResources, TritonError
 from tritone.platform import SimulatedLibrary
@@ -449,3 +449,85 @@ def test_launch_on_the_gpu():
         driver.copy_device_to_host(result, out, 4 * n)
     padded = np.concatenate([x_host, np.zeros(-n % 1024, np.float32)]).reshape(-1, 1024)[:, ::-1].reshape(-1)[:n]
     np.testing.assert_allclose(result, 1.5 * padded - 3, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- with the real code generator
+
+
+@tritone.jit
+def scalars_kernel(x_ptr, out_ptr, n, scale, offset, big, flag, half, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(x_ptr + offsets, mask=mask) * scale + offset + (big % 7).to(tl.float32)
+    value = tl.where(flag, value, -value) + half.to(tl.float32)
+    tl.store(out_ptr + offsets, value, mask=mask)
+
+
+SCALARS = ASTSource(scalars_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32",
+                                     "offset": "i64", "big": "u64", "flag": "u1", "half": "fp16",
+                                     "BLOCK": "constexpr"}, {"BLOCK": 256})
+
+
+class NoCompiler:
+    """Stands for NVRTC where there is none: the code generator's output is all the test needs."""
+
+    version = (12, 9)
+
+    def compile(self, source, name, arch, *, ptx_only=False, options=(), arch_suffix=""):
+        from tritone.runtime.nvrtc import CompileResult
+
+        return CompileResult(cubin=b"\x7fELF", ptx="// ptx", log="", target=f"sm_{arch}", nvrtc_version=self.version)
+
+
+def build_ir(source: ASTSource, target: GPUTarget):
+    """The module IR of `source` after the frontend passes, as `compile` makes it for 8 warps."""
+    return tritone.compile(source, target, {"num_warps": 8}).ir
+
+
+def generated_binary(source: ASTSource, compiler, cache=None):
+    from tritone.runtime import gpu_compile
+
+    target = GPUTarget("cuda", 86, 32)
+    toolchain = gpu_compile.Toolchain(compiler, 86, False) if compiler is not None else None
+    return gpu_compile.compile_kernel(source.name, source.hash(), lambda t: build_ir(source, t), target,
+                                      KernelOptions(num_warps=8), toolchain=toolchain, cache=cache)
+
+
+def test_the_code_generator_and_the_launcher_agree_on_argument_sizes(gpu):
+    binary = generated_binary(SCALARS, NoCompiler())
+    spec = LaunchSpec.from_compiled(SCALARS, binary.metadata, binary.asm, binary.hash)
+    assert spec.argument_bytes == (8, 8, 4, 4, 8, 8, 1, 2) and spec.entry == "scalars_kernel"
+    assert spec.block_size == 256
+    plan = LaunchPlan(spec, 0, gpu.driver)
+    assert tuple(ctypes.sizeof(value) for value in plan.storage) == spec.argument_bytes
+    mismatched = LaunchSpec.from_compiled(
+        SCALARS, {**binary.metadata, "params": [[*p[:2], 4] for p in binary.metadata["params"]]}, binary.asm, "x")
+    with pytest.raises(TritonError, match="the code generator and the launcher disagree"):
+        LaunchPlan(mismatched, 0, gpu.driver)
+
+
+@pytest.mark.gpu
+def test_generated_kernel_runs_on_the_gpu(tmp_path):
+    from tritone.runtime import cuda_driver, gpu_compile
+    from tritone.runtime.cache import KernelCache
+
+    driver = cuda_driver.driver()
+    target = GPUTarget("cuda", driver.device(0).arch, 32)
+    cache = KernelCache(str(tmp_path))
+    binary = gpu_compile.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: build_ir(SCALARS, t), target,
+                                        KernelOptions(num_warps=8), cache=cache)
+    assert "cubin" in binary.asm and not binary.from_cache
+    again = gpu_compile.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: pytest.fail("recompiled"),
+                                       target, KernelOptions(num_warps=8), cache=cache)
+    assert again.from_cache and again.asm["cubin"] == binary.asm["cubin"]
+    plan = plan_for(LaunchSpec.from_compiled(SCALARS, again.metadata, again.asm, again.hash), 0, driver)
+    rng = np.random.default_rng()
+    n = 5000 + int(rng.integers(0, 1000))
+    x = torch.randn(n, device="cuda")
+    for flag in (True, False):
+        out = torch.full_like(x, float("nan"))
+        scale, offset, big, half = float(rng.uniform(-2, 2)), int(rng.integers(-1000, 1000)), 2**63 + 12345, 0.5
+        plan.launch((n + 255) // 256, 1, 1, None, x, out, n, scale, offset, big, flag, half, 256)
+        value = x * np.float32(scale) + offset + big % 7
+        expected = (value if flag else -value) + half
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-4)

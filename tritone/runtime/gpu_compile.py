@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,8 +27,8 @@ from .cache import KernelCache, default_cache, triton_key
 from .nvrtc import CompileResult, NVRTCError
 
 KEY_DIGITS = 32
-# The CUDA backend's entry point: (module, target, options) -> (source, entry name, metadata).
-Generator = Callable[[Module, GPUTarget, KernelOptions], "tuple[str, str, Mapping[str, Any]]"]
+# The CUDA backend's entry point: (module, compute capability, options) -> (source, entry name, metadata).
+Generator = Callable[[Module, int, KernelOptions], "tuple[str, str, Mapping[str, Any]]"]
 
 
 class Compiler(Protocol):
@@ -142,7 +143,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     codegen_target = GPUTarget(target.backend, toolchain.arch, target.warp_size)
     module = build_ir(codegen_target)
     ttir = print_module(module)
-    source, entry_name, generated = (generate or _cuda_generator())(module, codegen_target, options)
+    source, entry_name, generated = (generate or _cuda_generator())(module, toolchain.arch, options)
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
                                             options=nvrtc_options(options, generated),
@@ -154,7 +155,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
 
     metadata = {
         **{k: v for k, v in generated.items() if k not in ("nvrtc_options",)},
-        "name": name, "entry": entry_name, "num_warps": options.num_warps, "num_ctas": options.num_ctas,
+        "name": name, "entry": entry_name, "num_warps": int(generated.get("num_warps", options.num_warps)),
+        "num_ctas": options.num_ctas,
         "shared": int(generated.get("shared", 0)), "hash": key,
         "target": [target.backend, target.arch, target.warp_size],
         "nvrtc": f"{result.nvrtc_version[0]}.{result.nvrtc_version[1]}", "compiled_for": result.target,
@@ -162,6 +164,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     files = {"ttir": ttir.encode("utf-8"), "cu": source.encode("utf-8"), "ptx": result.ptx.encode("utf-8")}
     if result.cubin is not None:
         files["cubin"] = result.cubin
+    # Through JSON on both paths, so a fresh compilation and a cache hit give equal metadata.
+    metadata = json.loads(json.dumps(metadata))
     if cache is not None:
         cache.put(key, name, files, metadata)
     return GPUBinary(key, _asm_from_files(files), _metadata_from_json(metadata), False)

@@ -24,7 +24,7 @@ import struct
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,9 @@ class LaunchSpec:
     warp_size: int = 32
     launch_pdl: bool = False
     launch_cooperative_grid: bool = False
+    argument_bytes: tuple[int, ...] | None = None
+    """The size of each run-time parameter in the kernel's C signature, when the
+    code generator reported it: checked against what the launcher writes."""
 
     @property
     def block_size(self) -> int:
@@ -106,26 +109,38 @@ class LaunchSpec:
         return tuple(p for p in self.parameters if not p.is_constexpr)
 
     @classmethod
-    def from_kernel(cls, kernel: Any) -> LaunchSpec:
-        """The spec of a `CompiledKernel` that holds a GPU binary (`asm["cubin"]`,
-        or `asm["ptx"]` alone when NVRTC compiled PTX for the driver)."""
-        src = kernel.src
+    def from_compiled(cls, src: Any, metadata: Any, asm: Mapping[str, Any], kernel_hash: str) -> LaunchSpec:
+        """The spec of a GPU compilation of `src` (an `ASTSource`): `metadata` as a
+        mapping or an object with attributes (name, entry, num_warps, num_ctas, shared,
+        target, params, launch_pdl, launch_cooperative_grid), `asm` holding
+        "cubin", or "ptx" alone when NVRTC compiled PTX for the driver."""
+
+        def field(name: str, default: Any = None) -> Any:
+            if isinstance(metadata, Mapping):
+                return metadata.get(name, default)
+            return getattr(metadata, name, default)
+
         runtime = set(src.runtime_parameters())
         parameters = tuple(Parameter(num, name, src.signature[name] if name in runtime else "constexpr")
                            for num, name in enumerate(src.fn.arg_names))
-        metadata = kernel.metadata
-        if "cubin" in kernel.asm:
-            image, is_ptx = bytes(kernel.asm["cubin"]), False
-        elif "ptx" in kernel.asm:
-            image, is_ptx = kernel.asm["ptx"].encode("utf-8") + b"\0", True
+        if "cubin" in asm:
+            image, is_ptx = bytes(asm["cubin"]), False
+        elif "ptx" in asm:
+            image, is_ptx = asm["ptx"].encode("utf-8") + b"\0", True
         else:
-            raise TritonError(f"kernel {kernel.name} has no GPU binary (compiled for {metadata.target})")
-        return cls(name=metadata.name, entry=getattr(metadata, "entry", metadata.name), parameters=parameters,
-                   image=image, is_ptx=is_ptx, num_warps=metadata.num_warps, shared=metadata.shared,
-                   hash=kernel.hash, num_ctas=metadata.num_ctas,
-                   warp_size=getattr(metadata.target, "warp_size", 32),
-                   launch_pdl=bool(getattr(metadata, "launch_pdl", False)),
-                   launch_cooperative_grid=bool(getattr(metadata, "launch_cooperative_grid", False)))
+            raise TritonError(f"kernel {field('name')} has no GPU binary (compiled for {field('target')})")
+        described = field("params")
+        return cls(name=field("name"), entry=field("entry") or field("name"), parameters=parameters, image=image,
+                   is_ptx=is_ptx, num_warps=field("num_warps"), shared=field("shared", 0), hash=kernel_hash,
+                   num_ctas=field("num_ctas", 1), warp_size=getattr(field("target"), "warp_size", 32),
+                   launch_pdl=bool(field("launch_pdl", False)),
+                   launch_cooperative_grid=bool(field("launch_cooperative_grid", False)),
+                   argument_bytes=None if described is None else tuple(int(p[2]) for p in described))
+
+    @classmethod
+    def from_kernel(cls, kernel: Any) -> LaunchSpec:
+        """The spec of a `CompiledKernel` that holds a GPU binary."""
+        return cls.from_compiled(kernel.src, kernel.metadata, kernel.asm, kernel.hash)
 
 
 # ---------------------------------------------------------------- device and stream
@@ -318,6 +333,11 @@ class LaunchPlan:
             raise TritonError(f"kernel {spec.name}: launch_pdl and launch_cooperative_grid are not supported by "
                               "tritone's launcher yet")
         self.storage, converters = _allocate_storage(spec)
+        written = tuple(ctypes.sizeof(value) for value in self.storage)
+        if spec.argument_bytes is not None and spec.argument_bytes != written:
+            raise TritonError(f"kernel {spec.name}: the compiled kernel takes arguments of {spec.argument_bytes} "
+                              f"bytes, but its signature {[p.type for p in spec.runtime_parameters]} gives "
+                              f"{written}; the code generator and the launcher disagree")
         self.parameters = (ctypes.c_void_p * max(1, len(self.storage)))(
             *(ctypes.addressof(value) for value in self.storage))
         self.context = _make_context_current(driver, device)
