@@ -121,6 +121,7 @@ from .random import (
 from .standard import (
     argmax,
     argmin,
+    bitonic_merge,
     cdiv,
     cumprod,
     cumsum,
@@ -132,8 +133,10 @@ from .standard import (
     reduce_or,
     sigmoid,
     softmax,
+    sort,
     sum,
     swizzle2d,
+    topk,
     xor_sum,
     zeros,
     zeros_like,
@@ -142,7 +145,8 @@ from .standard import (
 __all__ = [
     "PropagateNan", "TRITON_MAX_TENSOR_NUMEL", "_unwrap_if_constexpr",
     "abs", "add", "arange", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and",
-    "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "block_type",
+    "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "bitonic_merge",
+    "block_type",
     "broadcast", "broadcast_to", "cast", "cat", "cdiv", "ceil", "clamp", "condition", "const", "constexpr",
     "constexpr_function", "constexpr_type", "core", "cos", "cumprod", "cumsum", "debug_barrier", "device_assert",
     "device_print", "div_rn", "dot", "dtype", "erf", "exp", "exp2", "expand_dims", "extra", "fdiv", "flip",
@@ -152,7 +156,7 @@ __all__ = [
     "min", "minimum", "mul", "multiple_of", "num_programs", "pair_uniform_to_normal", "permute", "philox",
     "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint", "randint4x", "randn",
     "randn4x", "random", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "semantic", "sigmoid", "sin",
-    "softmax", "split", "sqrt", "sqrt_rn", "standard", "static_assert", "static_print", "static_range", "store",
-    "sub", "sum", "swizzle2d", "tensor", "trans", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8",
+    "softmax", "sort", "split", "sqrt", "sqrt_rn", "standard", "static_assert", "static_print", "static_range", "store",
+    "sub", "sum", "swizzle2d", "tensor", "topk", "trans", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8",
     "uint_to_uniform_float", "umulhi", "view", "void", "where", "xor_sum", "zeros", "zeros_like",
 ]

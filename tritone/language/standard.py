@@ -6,6 +6,11 @@ Result dtypes follow SEMANTICS 5.1: `sum` widens ints narrower than 32 bits
 (signed to i32, unsigned and i1 to u32) and keeps floats; `max`/`min`
 compute bf16 in fp32 and widen anything narrower than 32 bits; `cumsum`
 computes bf16 in fp32 then widens like `sum`; `cumprod` does not widen ints.
+
+`sort`, `topk` and `bitonic_merge` are bitonic networks over the last axis
+(SEMANTICS 9): the tensor is viewed as a hypercube `[2, 2, ..., 2]` whose axis
+`rank - 1 - b` is bit `b` of an element's row-major index, so exchanging
+elements whose indices differ in bit `b` is a reduction over one axis of size 2.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from __future__ import annotations
 from ..runtime.jit import constexpr_function, jit
 from . import core, math
 
-__all__ = ["argmax", "argmin", "cdiv", "cumprod", "cumsum", "flip", "interleave", "max", "min", "ravel",
-           "reduce_or", "sigmoid", "softmax", "sum", "swizzle2d", "xor_sum", "zeros", "zeros_like"]
+__all__ = ["argmax", "argmin", "bitonic_merge", "cdiv", "cumprod", "cumsum", "flip", "interleave", "max", "min",
+           "ravel", "reduce_or", "sigmoid", "softmax", "sort", "sum", "swizzle2d", "topk", "xor_sum", "zeros",
+           "zeros_like"]
 
 
 # -- compile-time helpers --------------------------------------------------------
@@ -295,7 +301,148 @@ def interleave(a, b):
     return core.reshape(joined, _merge_last_two(joined.shape))
 
 
+# -- sorting networks ---------------------------------------------------------------------
+
+
+@constexpr_function
+def _exact_log2(n, what):
+    """log2 of the power of two `n` (`what` names it in the error otherwise)."""
+    if not isinstance(n, int) or n < 1 or n & (n - 1):
+        raise ValueError(f"{what} must be a power of two, got {n}")
+    return n.bit_length() - 1
+
+
+@constexpr_function
+def _check_last_axis(fn_name, dim, rank):
+    """Sorting runs along the last axis only: `dim` must be None, -1 or `rank - 1`."""
+    if dim is not None and dim not in (-1, rank - 1):
+        raise ValueError(f"{fn_name} only supports the last dimension (dim={rank - 1} of a {rank}-D tensor), "
+                         f"got dim={dim}")
+    return rank - 1
+
+
+@constexpr_function
+def _hypercube_shape(numel):
+    """`[2] * log2(numel)`, or `[1]` for a single element."""
+    return [2] * (numel.bit_length() - 1) if numel > 1 else [1]
+
+
+@constexpr_function
+def _bit_axis(rank, bit):
+    """The hypercube axis holding bit `bit` of the row-major index."""
+    return rank - 1 - bit
+
+
+@constexpr_function
+def _bit_shape(rank, bit):
+    """A hypercube-rank shape of ones with 2 at the axis of bit `bit`."""
+    shape = [1] * rank
+    shape[rank - 1 - bit] = 2
+    return shape
+
+
+@constexpr_function
+def _stage_order(stage, last_stage, descending):
+    """The direction of merge stage `stage`: the requested one for the last stage;
+    before it, None (alternating by block), so the next stage sees bitonic runs."""
+    return descending if stage == last_stage else None
+
+
+@constexpr_function
+def _topk_shape(shape, k):
+    return [int(s) for s in shape[:-1]] + [k]
+
+
+@constexpr_function
+def _check_topk(k, n):
+    log_k = _exact_log2(k, "topk's k")
+    if k > n:
+        raise ValueError(f"topk's k ({k}) exceeds the size of the last dimension ({n})")
+    return log_k
+
+
+@jit
+def _index_bit(rank: core.constexpr, bit: core.constexpr):
+    """An i1 tensor broadcastable to the hypercube: bit `bit` of each element's index."""
+    return core.reshape(core.arange(0, 2), _bit_shape(rank, bit)) == 1
+
+
+@jit
+def _compare_exchange(h, bit: core.constexpr, wants_high):
+    """One round of the network: each element meets the element whose index differs
+    in bit `bit`, and keeps the larger of the two where `wants_high`, else the smaller.
+
+    The comparison is strict and made from each side's own point of view, as
+    upstream Triton's network makes it: a position that wants the high value keeps
+    its own only when it is strictly greater, so equal values (-0.0 and +0.0) and
+    NaNs hand over the partner's value and can appear twice."""
+    bits = h.to(core.get_int_dtype(h.dtype.primitive_bitwidth, True), bitcast=True)
+    # the pair's xor, xored with one of them, gives the other
+    pair_xor = xor_sum(bits, _bit_axis(len(h.shape), bit), keep_dims=True)
+    partner = (bits ^ pair_xor).to(h.dtype, bitcast=True)
+    takes_partner = (h > partner) != wants_high
+    return core.where(takes_partner, partner, h)
+
+
+@jit
+def _merge_hypercube(h, stage: core.constexpr, descending: core.constexpr):
+    """Sort every bitonic run of `2**stage` consecutive elements of the hypercube `h`:
+    ascending or descending by `descending`, or when it is None, ascending and
+    descending by turns (by bit `stage` of the index)."""
+    rank: core.constexpr = len(h.shape)
+    if descending is None:
+        run_descending = _index_bit(rank, stage)
+    else:
+        run_descending = descending
+    for bit in core.static_range(stage - 1, -1, -1):
+        h = _compare_exchange(h, bit, _index_bit(rank, bit) != run_descending)
+    return h
+
+
+@jit
+def sort(x, dim: core.constexpr = None, descending: core.constexpr = False):
+    """`x` sorted along its last dimension (the only one supported), ascending unless
+    `descending`; a bitonic sorting network."""
+    _check_last_axis("sort", dim, len(x.shape))
+    log_n: core.constexpr = _exact_log2(x.shape[len(x.shape) - 1], "the sorted dimension")
+    h = core.reshape(x, _hypercube_shape(x.numel))
+    for stage in core.static_range(1, log_n + 1):
+        h = _merge_hypercube(h, stage, _stage_order(stage, log_n, descending))
+    return core.reshape(h, x.shape)
+
+
+@jit
+def topk(x, k: core.constexpr, dim: core.constexpr = None):
+    """The `k` largest elements of each row of `x` (last dimension), in descending
+    order; `k` a power of two. Inputs narrower than 32 bits come back widened as
+    `max` widens them (fp16 as fp32, int8 as int32) unless `k` is the whole row."""
+    _check_last_axis("topk", dim, len(x.shape))
+    log_n: core.constexpr = _exact_log2(x.shape[len(x.shape) - 1], "the sorted dimension")
+    log_k: core.constexpr = _check_topk(k, 2 ** log_n)
+    h = core.reshape(x, _hypercube_shape(x.numel))
+    # Sort runs of k, ascending and descending by turns ...
+    for stage in core.static_range(1, log_k + 1):
+        h = _merge_hypercube(h, stage, _stage_order(stage, log_n, True))
+    # ... then halve the row until k are left: the elementwise max of an ascending
+    # run and the descending run next to it holds the top k of both, as a bitonic run.
+    for level in core.static_range(log_k + 1, log_n + 1):
+        h = max(h, _bit_axis(len(h.shape), log_k))
+        h = _merge_hypercube(h, log_k, _stage_order(level, log_n, True))
+    return core.reshape(h, _topk_shape(x.shape, k))
+
+
+@jit
+def bitonic_merge(x, dim: core.constexpr = None, descending: core.constexpr = False):
+    """Sort each row of `x` (last dimension) that is a bitonic sequence (rising then
+    falling, or the reverse): the last merge stage of a bitonic sort."""
+    _check_last_axis("bitonic_merge", dim, len(x.shape))
+    log_n: core.constexpr = _exact_log2(x.shape[len(x.shape) - 1], "the merged dimension")
+    h = core.reshape(x, _hypercube_shape(x.numel))
+    h = _merge_hypercube(h, log_n, descending)
+    return core.reshape(h, x.shape)
+
+
 for _method in (cdiv, sigmoid, softmax, ravel, max, argmax, min, argmin, sum, xor_sum, reduce_or, cumsum,
-                cumprod, flip):
+                cumprod, flip, sort, topk):
     core.jit_tensor_method(_method)
 del _method
