@@ -168,8 +168,8 @@ def current_stream(device: int) -> int:
 
 
 def _raw_stream_getter() -> Callable[[int], int]:
-    """`current_stream`, through torch's direct accessor when it has one (a tenth of
-    the cost of building a Stream object per launch)."""
+    """`current_stream`, through torch's raw-handle accessor when it has one, which
+    spares building a Stream object on every launch."""
     torch = sys.modules.get("torch")
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if raw is None:
