@@ -125,26 +125,27 @@ def test_two_d_reduce_sum_and_max(cuda_compile, rows, cols, num_warps):
         assert ".local" not in result.ptx
 
 
+def build_argmax():
+    kb = KernelBuilder("argmax", [("x", ptr(F32)), ("out", ptr(F32)), ("idx", ptr(I32))], arg_attrs=SPEC4)
+    offs = kb.arange(0, 2048)
+    x = kb.load(kb.ptr_block(kb.args[0], offs))
+
+    def argmax(kb, a, b):
+        bigger = kb.cmp("gt", a[0], b[0])
+        tie = kb.op("and", [kb.cmp("eq", a[0], b[0]), kb.cmp("lt", a[1], b[1])], T.int1)
+        take_a = kb.op("or", [bigger, tie], T.int1)
+        return [kb.op("select", [take_a, a[0], b[0]], F32), kb.op("select", [take_a, a[1], b[1]], I32)]
+
+    value, index = reduce(kb, [x, offs], 0, argmax)
+    (total,) = reduce(kb, [x], 0, _add)
+    kb.store(kb.args[1], kb.add(value, total))
+    kb.store(kb.args[2], index)
+    kb.ret()
+    return kb
+
+
 def test_reduce_to_a_scalar_and_a_two_operand_argmax(cuda_compile):
-    def build():
-        kb = KernelBuilder("argmax", [("x", ptr(F32)), ("out", ptr(F32)), ("idx", ptr(I32))], arg_attrs=SPEC4)
-        offs = kb.arange(0, 2048)
-        x = kb.load(kb.ptr_block(kb.args[0], offs))
-
-        def argmax(kb, a, b):
-            bigger = kb.cmp("gt", a[0], b[0])
-            tie = kb.op("and", [kb.cmp("eq", a[0], b[0]), kb.cmp("lt", a[1], b[1])], T.int1)
-            take_a = kb.op("or", [bigger, tie], T.int1)
-            return [kb.op("select", [take_a, a[0], b[0]], F32), kb.op("select", [take_a, a[1], b[1]], I32)]
-
-        value, index = reduce(kb, [x, offs], 0, argmax)
-        (total,) = reduce(kb, [x], 0, _add)
-        kb.store(kb.args[1], kb.add(value, total))
-        kb.store(kb.args[2], index)
-        kb.ret()
-        return kb
-
-    for _, (source, _, _) in cuda_compile(build, archs=(61, 90)).items():
+    for _, (source, _, _) in cuda_compile(build_argmax, archs=(61, 90)).items():
         assert source.count("tt_combine") >= 4
 
 
