@@ -635,11 +635,12 @@ def bench_first_call(ctx: Context) -> None:
     """Compile-and-run time of a kernel new to the process, in a fresh process, with an
     empty cache folder and then again with the folder the first run filled.
 
-    On the GPU the children run one at a time; in --check, where the times mean
-    nothing, the two implementations' children run side by side to save time."""
+    On the GPU the children run one at a time. In --check, where the times mean
+    nothing, the two implementations' children run side by side, and only once: the
+    interpreters keep no disk cache, so a warm run would repeat the cold one."""
     cache_dirs = {impl: tempfile.mkdtemp(prefix=f"bench-{impl}-cache-") for impl in KERNEL_IMPLS}
     try:
-        for phase in ("cold cache", "warm cache"):
+        for phase in ("cold cache",) if ctx.check else ("cold cache", "warm cache"):
             children: dict[str, subprocess.Popen | Exception] = {}
             for impl in KERNEL_IMPLS:
                 children[impl] = start_first_call_child(impl, cache_dirs[impl], ctx.check)
@@ -786,9 +787,10 @@ def worker_main(args: argparse.Namespace) -> int:
                 traceback.print_exc()
                 events.write(json.dumps({"event": "harness_error", "bench": name, "error": one_line(exc)}) + "\n")
             if device == "cuda":
-                if not device_healthy(torch):
+                if device_healthy(torch):
+                    torch.cuda.empty_cache()
+                else:
                     ctx.lost = ctx.lost or "a CUDA call failed"
-                torch.cuda.empty_cache()
             events.write(json.dumps({"event": "done", "bench": name}) + "\n")
             events.flush()
             if ctx.lost:
@@ -897,9 +899,9 @@ def format_figure(value: float | None) -> str:
         return "-"
     if value >= 1000:
         return f"{value:.0f}"
-    if value >= 100:
+    if value >= 10:
         return f"{value:.1f}"
-    return f"{value:.3g}" if value >= 1 else f"{value:.3f}"
+    return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
 
 
 def format_table(rows: list[Row], environment: str, mode: str) -> str:

@@ -1,0 +1,67 @@
+"""The benchmark suite (bench/run.py) validated on the CPU: `--check` runs every
+benchmark at tiny sizes with the kernels interpreted, checks every output against
+torch, and prints the table; the table itself stays within 100 columns."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.run import Row, format_table
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention"}
+
+
+def test_check_runs_every_benchmark(tmp_path: Path) -> None:
+    csv_path = tmp_path / "bench.csv"
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "run.py"), "--check", "--csv", str(csv_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    results = [row for row in rows if row["role"] == "result"]
+    assert {row["bench"] for row in results} == KERNEL_BENCHES | {"copy", "launch", "first call"}
+    assert len({row["case"] for row in results if row["bench"] == "attention"}) == 4
+    for row in results:
+        if row["impl"] in ("torch", "tritone"):
+            # Checked against torch in float64 before being timed, then timed.
+            assert row["error"] == "", row
+            assert float(row["value"]) > 0, row
+    for bench in KERNEL_BENCHES:
+        cases = {row["case"] for row in results if row["bench"] == bench}
+        for case in cases:
+            impls = {row["impl"] for row in results if row["bench"] == bench and row["case"] == case}
+            # Upstream Triton has a row too: a figure, or the one-line reason it has none.
+            assert impls == {"torch", "triton", "tritone"}, (bench, case)
+            tritone = next(row for row in results if (row["bench"], row["case"], row["impl"]) == (bench, case,
+                                                                                                  "tritone"))
+            assert float(tritone["rel_err"]) < 1e-2
+    configs = [row for row in rows if row["role"] == "config" and row["bench"] == "matmul"]
+    assert {row["impl"] for row in configs} == {"triton", "tritone"}
+
+    lines = done.stdout.rstrip().splitlines()
+    assert lines[-1].startswith("every row"), lines[-3:]
+    header = next(index for index, line in enumerate(lines) if line.startswith("benchmark "))
+    assert all(len(line) <= 100 for line in lines[header - 1:])
+
+
+def test_table_ratios_and_failures() -> None:
+    rows = [
+        Row("", "softmax", "32768x4096 fp32", "torch", "GB/s", value=2000.0),
+        Row("", "softmax", "32768x4096 fp32", "triton", "GB/s", value=1600.0),
+        Row("", "softmax", "32768x4096 fp32", "tritone", "GB/s", value=800.0),
+        Row("", "launch", "4 args, grid 1", "triton", "us/call", value=20.0),
+        Row("", "launch", "4 args, grid 1", "tritone", "us/call", error="RuntimeError: " + "x" * 200),
+    ]
+    table = format_table(rows, "NVIDIA H200", "full").splitlines()
+    softmax = next(line for line in table if line.startswith("softmax"))
+    assert softmax.split()[-5:] == ["2000", "1600", "800.0", "0.50", "0.40"]
+    launch = table.index(next(line for line in table if line.startswith("launch")))
+    assert table[launch].split()[-4:] == ["20.0", "error", "-", "-"]
+    assert table[launch + 1].startswith("    tritone: RuntimeError: xxx")
+    assert all(len(line) <= 100 for line in table)
