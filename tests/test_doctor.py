@@ -1,0 +1,278 @@
+"""`python -m tritone doctor` on this machine, the report's forms (text,
+summary, JSON, exit code), `python -m tritone cache info|clear|prune` on a real
+cache folder, the live check, and the error messages users meet (no driver, no
+NVRTC, NVRTC too old for the GPU, cache not writable): each names the thing and
+the fix."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+import os
+import platform as platform_module
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from tests.platform._doctor_layouts import CUDA124, EMBEDDED_EXE, RTX_5090, TOOLKITS, windows
+from tritone import doctor, knobs
+from tritone.__main__ import main
+from tritone.doctor import Check, Report, Status
+from tritone.doctor.cache_report import cache_checks, cache_command, cache_facts, parse_size
+from tritone.doctor.gpu import GpuFacts, gpu_facts, nvrtc_checks
+from tritone.doctor.live import interpreter_check, live_checks
+from tritone.doctor.packages import TorchFacts, torch_facts, triton_facts
+from tritone.doctor.python_env import python_checks, python_facts
+from tritone.platform import SimulatedPlatform, host
+from tritone.runtime import cache, libs
+from tritone.runtime.cuda_driver import Device
+
+
+def by_name(checks, name):
+    [check] = [check for check in checks if check.name == name]
+    return check
+
+
+# ---------------------------------------------------------------- the report
+
+
+def sample_report() -> Report:
+    return Report((
+        Check("Python", "version", Status.PASS, "CPython 3.12.8"),
+        Check("GPU", "driver", Status.WARN, "no driver", ("searched: nvcuda.dll",), "install the driver\nor this"),
+        Check("NVRTC", "sm_86", Status.FAIL, "no usable NVRTC", fix="pip install nvidia-cuda-nvrtc-cu12"),
+    ), "tritone doctor")
+
+
+def test_report_text_summary_json_and_exit_code():
+    report = sample_report()
+    assert report.exit_code == 1
+    assert report.counts_text() == "1 passed, 1 warning, 1 failed"
+    assert report.text() == (
+        "tritone doctor\n\nPython\n  pass  version: CPython 3.12.8\n\nGPU\n  warn  driver: no driver\n"
+        "          searched: nvcuda.dll\n        fix: install the driver\n             or this\n\nNVRTC\n"
+        "  fail  sm_86: no usable NVRTC\n        fix: pip install nvidia-cuda-nvrtc-cu12\n\n"
+        "1 passed, 1 warning, 1 failed\n")
+    assert report.summary_text() == (
+        "doctor: 1 passed, 1 warning, 1 failed (details: python -m tritone doctor)\n"
+        "  warn  GPU driver: no driver\n  fail  NVRTC sm_86: no usable NVRTC\n")
+    data = json.loads(report.json())
+    assert data["exit_code"] == 1 and data["counts"] == {"pass": 1, "warn": 1, "fail": 1}
+    assert data["checks"][1] == {"section": "GPU", "name": "driver", "status": "warn", "summary": "no driver",
+                                 "details": ["searched: nvcuda.dll"], "fix": "install the driver\nor this"}
+    assert Report(report.checks[:2], "t").exit_code == 0
+
+
+def test_doctor_on_this_machine(capsys):
+    assert main(["doctor", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    sections = [check["section"] for check in data["checks"]]
+    assert list(dict.fromkeys(sections)) == ["Python", "GPU", "NVRTC", "torch", "triton", "cache", "live check"]
+    assert data["counts"]["fail"] == 0
+    version = next(check for check in data["checks"] if check["name"] == "version")
+    assert version["summary"].startswith(f"CPython {platform_module.python_version()}, 64-bit")
+
+
+def test_unknown_sections_are_refused():
+    with pytest.raises(ValueError, match="unknown doctor sections"):
+        doctor.run(["python", "gpus"])
+
+
+def test_selftest_prints_the_doctor_summary_first(capsys):
+    assert main(["selftest", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("doctor: ") and "(details: python -m tritone doctor)" in out.splitlines()[0]
+    assert "selftest on" in out
+
+
+def test_facts_of_this_python_and_its_packages():
+    facts = python_facts()
+    assert facts.pointer_bits == 64 and facts.cwd == os.getcwd()
+    assert by_name(python_checks(host(), facts), "version").status is Status.PASS
+    torch = pytest.importorskip("torch")
+    found = torch_facts()
+    assert found.version == torch.__version__ and found.cuda_build == torch.version.cuda
+    triton = triton_facts(host())
+    try:
+        installed = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    assert [install.version for install in triton.installs if install.distribution == "triton"][:1] == \
+        ([installed] if installed else [])
+    assert not triton.alias_active
+
+
+# ---------------------------------------------------------------- error messages: the thing and the fix
+
+
+def test_no_driver_message_names_the_library_and_the_fix():
+    with pytest.raises(libs.LibraryNotFound) as linux:
+        libs.find_driver(SimulatedPlatform("linux"))
+    assert "libcuda.so.1" in str(linux.value) and "Fix: install the NVIDIA driver" in str(linux.value)
+    assert "TRITON_INTERPRET=1" in str(linux.value)
+    with pytest.raises(libs.LibraryNotFound) as on_windows:
+        libs.find_driver(windows(driver=False))
+    message = str(on_windows.value)
+    assert "nvcuda.dll" in message and "Fix: install or update the NVIDIA display driver" in message
+
+
+def test_no_nvrtc_message_lists_the_places_and_the_package():
+    sim = windows(driver=False)
+    with pytest.raises(libs.LibraryNotFound) as caught:
+        libs.find_nvrtc(sim, 86)
+    message = str(caught.value)
+    assert message.startswith("NVRTC (NVIDIA's run-time CUDA compiler) was not found.")
+    assert "Searched:" in message and "pip nvidia-cuda-nvrtc-cu12: " in message
+    assert f"Fix: {EMBEDDED_EXE} -m pip install nvidia-cuda-nvrtc-cu12" in message
+
+
+def test_nvrtc_too_old_for_the_gpu_message_and_doctor_check(monkeypatch):
+    monkeypatch.delenv("TRITONE_NVRTC_PATH", raising=False)
+    monkeypatch.delenv("TRITONE_LIBCUDA_PATH", raising=False)
+    # The driver (CUDA 12.0) cannot JIT NVRTC 12.4's PTX either, so nothing can compile for sm_120.
+    sim = windows({CUDA124: (12, 4)}, gpus=[RTX_5090], driver_version=12000,
+                  env={"CUDA_PATH": f"{TOOLKITS}\\v12.4"})
+    with pytest.raises(libs.LibraryNotFound) as caught:
+        libs.find_nvrtc(sim, 120, driver_version=12000)
+    message = str(caught.value)
+    assert "No usable NVRTC (NVIDIA's run-time CUDA compiler) that can compile for sm_120" in message
+    assert f"{CUDA124} [CUDA_PATH]: NVRTC 12.4, sm_50..sm_90: does not know sm_120" in message
+    assert "pip install nvidia-cuda-nvrtc-cu12" in message
+    check = by_name(nvrtc_checks(sim, gpu_facts(sim)), "sm_120")
+    assert check.status is Status.FAIL and "nvidia-cuda-nvrtc-cu12" in check.fix
+
+
+@pytest.fixture
+def private_temp(tmp_path, monkeypatch):
+    """Keep the cache's fallback folder (under the temporary directory) inside the test's folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    return tmp_path
+
+
+def test_cache_not_writable_message_and_doctor_check(private_temp, monkeypatch):
+    blocker = private_temp / "a-file"
+    blocker.write_text("not a folder")
+    wanted = str(blocker / "cache")
+    monkeypatch.setenv("TRITON_CACHE_DIR", wanted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        used = cache.cache_for_root(wanted)
+    [warning] = [str(item.message) for item in caught]
+    assert used is not None and used.root.startswith(str(private_temp / "temp"))
+    assert f"tritone cannot write its kernel cache to {wanted} (TRITON_CACHE_DIR" in warning
+    assert f"using {used.root} instead. Set TRITON_CACHE_DIR to a writable folder" in warning
+    location = by_name(cache_checks(host(), cache_facts()), "location")
+    assert location.status is Status.WARN
+    assert location.summary == f"{wanted} (TRITON_CACHE_DIR) cannot be written; using {used.root} instead"
+    assert "set TRITON_CACHE_DIR to a folder you can write" in location.fix
+
+
+# ---------------------------------------------------------------- python -m tritone cache
+
+
+def fill_cache(root) -> dict[str, str]:
+    """Three complete entries (one written 40 days ago), an interrupted one and two
+    folders that are not tritone's; returns entry folders by kernel name."""
+    store = cache.KernelCache(str(root))
+    rng = np.random.default_rng()
+    folders = {}
+    for name, size in (("old_kernel", 3000), ("add_kernel", 1000), ("softmax_kernel", 2000)):
+        key = rng.bytes(16).hex()
+        folders[name] = store.put(key, name, {"cubin": rng.bytes(size), "ptx": b"//ptx"}, {"name": name})
+        if name == "add_kernel":
+            time.sleep(0.01)  # distinct write times order the entries
+    old = time.time() - 40 * 86400
+    for file in os.listdir(folders["old_kernel"]):
+        os.utime(os.path.join(folders["old_kernel"], file), (old, old))
+    interrupted = store.folder(rng.bytes(16).hex())
+    os.makedirs(interrupted)
+    with open(os.path.join(interrupted, "lost.cubin"), "wb") as file:
+        file.write(b"partial")
+    os.utime(os.path.join(interrupted, "lost.cubin"), (old, old))
+    folders["interrupted"] = interrupted
+    os.makedirs(os.path.join(root, "my-notes"))
+    os.makedirs(os.path.join(root, "A" * 52))
+    return folders
+
+
+def test_cache_info_prune_and_clear(private_temp, monkeypatch):
+    root = private_temp / "kernels"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    folders = fill_cache(root)
+
+    out = io.StringIO()
+    assert cache_command("info", out) == 0
+    info = out.getvalue()
+    assert f"location: {root} (TRITON_CACHE_DIR), writable" in info
+    assert "entries: 4 entries, " in info and "oldest written 40 days ago" in info
+    assert "1 entry left incomplete by interrupted writes" in info
+
+    assert main(["cache", "prune", "--older-than-days", "30"]) == 0
+    assert not os.path.exists(folders["old_kernel"]) and not os.path.exists(folders["interrupted"])
+    assert os.path.exists(folders["add_kernel"]) and os.path.exists(folders["softmax_kernel"])
+
+    out = io.StringIO()
+    assert cache_command("prune", out, max_size="3K") == 0
+    assert out.getvalue().startswith("prune: removed 1 entry")
+    assert not os.path.exists(folders["add_kernel"]) and os.path.exists(folders["softmax_kernel"])
+
+    out = io.StringIO()
+    assert cache_command("clear", out) == 0
+    assert out.getvalue().startswith("clear: removed 1 entry (") and out.getvalue().endswith("; 0 left\n")
+    assert sorted(os.listdir(root)) == ["A" * 52, "my-notes"], "only tritone's entry folders are removed"
+
+
+def test_parse_size():
+    assert parse_size("4096") == 4096 and parse_size("3K") == 3072 and parse_size("1.5GiB") == 3 * 2**29
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
+
+
+# ---------------------------------------------------------------- live check
+
+
+def device(ordinal: int = 0) -> Device:
+    return Device(ordinal, "NVIDIA H200", (9, 0), 150 * 2**30, 132, 32, 1024, 65536, 65536, 49152, 232448, 233472,
+                  60 * 2**20)
+
+
+NO_GPU = GpuFacts(None, None, "no driver", None, None, None, ())
+ONE_GPU = GpuFacts("libcuda.so.1", "system loader", None, 12080, None, None, (device(),))
+
+
+def test_live_check_without_a_gpu_runs_the_interpreter():
+    [check] = live_checks(NO_GPU, TorchFacts(None))
+    assert check.status is Status.PASS
+    assert check.summary.startswith("vector add of 98765 floats on the CPU interpreter matches the CPU")
+    assert check.details == ("no GPU: the CPU interpreter runs kernels",)
+    assert interpreter_check().status is Status.PASS
+
+
+def test_live_check_with_interpret_set_skips_the_gpu():
+    knobs.runtime.interpret = True
+    try:
+        cpu, gpu = live_checks(ONE_GPU, TorchFacts("2.10.0", cuda_build="12.8", cuda_available=True))
+    finally:
+        del knobs.runtime.interpret
+    assert cpu.status is Status.PASS and "TRITON_INTERPRET is set" in cpu.details[0]
+    assert gpu.status is Status.WARN and "unset TRITON_INTERPRET" in gpu.fix
+
+
+def test_live_check_without_torch_cuda_is_skipped():
+    [check] = live_checks(ONE_GPU, TorchFacts("2.13.0+cpu"))
+    assert check.status is Status.WARN and check.summary.startswith("skipped")
+
+
+@pytest.mark.gpu
+def test_live_check_on_each_gpu():
+    gpu = gpu_facts(host())
+    checks = live_checks(gpu, torch_facts())
+    assert [check.name for check in checks] == [f"GPU {item.ordinal}" for item in gpu.devices]
+    for check in checks:
+        assert check.status is Status.PASS, check
+        assert " on cuda sm_" in check.summary
