@@ -188,13 +188,11 @@ class ModuleContext:
 
 
 def _as_argument(value: Any) -> Any:
-    """A call argument as the callee receives it: tensors stay, tuples are
-    converted element by element, everything else becomes a constexpr."""
-    if isinstance(value, tensor):
-        return value
+    """A call argument as the callee receives it: tensors and block pointers stay,
+    tuples are converted element by element, everything else becomes a constexpr."""
     if isinstance(value, tl_tuple):
         return tl_tuple([_as_argument(v) for v in value.values])
-    if isinstance(value, constexpr):
+    if isinstance(value, constexpr) or has_tensor(value):
         return value
     return constexpr(value)
 

@@ -1,13 +1,16 @@
 """What the codegen knows about the values a kernel variable can hold.
 
 At compile time a variable holds a `tensor` (an IR value), a `constexpr` or
-another compile-time Python object (a dtype, a module, a function...), or a
-`tl.tuple` of those. Control flow and calls need to move such values across
-region boundaries: they are split into their tensor leaves (which become IR
-values: `if`/`for` results, call arguments) and a `Slot` structure that
-remembers the types of the leaves and the compile-time parts, so that the
-value can be rebuilt on the other side. Two values can be merged (if
-branches, loop iterations, return paths) exactly when their slots are equal.
+another compile-time Python object (a dtype, a module, a function...), a
+block pointer (`tl.make_block_ptr`: tensors plus a static block shape and
+order), or a `tl.tuple` of those. Control flow and calls need to move such
+values across region boundaries: they are split into their tensor leaves
+(which become IR values: `if`/`for` results, call arguments) and a `Slot`
+structure that remembers the types of the leaves and the compile-time parts,
+so that the value can be rebuilt on the other side. Two values can be merged
+(if branches, loop iterations, return paths) exactly when their slots are
+equal: a block pointer whose block shape, order or element type changes in
+a loop is an error.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Iterator, Sequence
 
 from ..ir.core import Value
 from ..ir.types import block_type, dtype, pointer_type
+from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor
 from ..language.core import tuple as tl_tuple
 
@@ -44,7 +48,19 @@ class TupleSlot:
     items: tuple
 
 
-Slot = TensorSlot | ConstSlot | TupleSlot
+@dataclass(frozen=True)
+class BlockPointerSlot:
+    """A block pointer: its tensors have the types `type.leaf_types()`."""
+
+    type: block_pointer_type
+
+    @property
+    def key(self) -> str:
+        """Its text in specialisation keys."""
+        return f"block_ptr:{self.type.base_ty}:{self.type.block_shape}:{self.type.order}"
+
+
+Slot = TensorSlot | ConstSlot | TupleSlot | BlockPointerSlot
 
 
 def is_tensor(value: Any) -> bool:
@@ -59,7 +75,7 @@ def unwrap(value: Any) -> Any:
 def wrap(value: Any) -> Any:
     """Give a compile-time Python result the form kernel code sees: tensors and
     tl.tuples stay, Python tuples/lists become tl.tuples, the rest constexprs."""
-    if isinstance(value, (tensor, constexpr, tl_tuple)):
+    if isinstance(value, (tensor, constexpr, tl_tuple, block_pointer)):
         return value
     if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
         return tl_tuple([wrap(v) for v in value])
@@ -75,7 +91,7 @@ def to_python(value: Any) -> Any:
 
 def has_tensor(value: Any) -> bool:
     """Whether `value` is or contains a tensor (a run-time value)."""
-    if isinstance(value, tensor):
+    if isinstance(value, (tensor, block_pointer)):
         return True
     if isinstance(value, tl_tuple):
         return any(has_tensor(v) for v in value.values)
@@ -87,6 +103,8 @@ def slot_of(value: Any) -> Slot:
         return TensorSlot(value.type)
     if isinstance(value, tl_tuple):
         return TupleSlot(tuple(slot_of(v) for v in value.values))
+    if isinstance(value, block_pointer):
+        return BlockPointerSlot(value.type)
     return ConstSlot(constexpr_key(unwrap(value)), value)
 
 
@@ -96,6 +114,8 @@ def leaves(value: Any) -> list[tensor]:
         return [value]
     if isinstance(value, tl_tuple):
         return [leaf for v in value.values for leaf in leaves(v)]
+    if isinstance(value, block_pointer):
+        return value.leaves()
     return []
 
 
@@ -105,6 +125,8 @@ def slot_types(slot: Slot) -> list[dtype]:
         return [slot.type]
     if isinstance(slot, TupleSlot):
         return [t for item in slot.items for t in slot_types(item)]
+    if isinstance(slot, BlockPointerSlot):
+        return slot.type.leaf_types()
     return []
 
 
@@ -122,6 +144,8 @@ def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
         return tensor(next(it), slot.type)
     if isinstance(slot, TupleSlot):
         return tl_tuple([_rebuild(item, it) for item in slot.items])
+    if isinstance(slot, BlockPointerSlot):
+        return block_pointer.from_leaves(slot.type, [tensor(next(it), t) for t in slot.type.leaf_types()])
     return slot.value
 
 
@@ -134,6 +158,8 @@ def same_value(a: Any, b: Any) -> bool:
         return a.handle is b.handle and a.type == b.type
     if isinstance(a, tl_tuple) and isinstance(b, tl_tuple):
         return len(a.values) == len(b.values) and all(same_value(x, y) for x, y in zip(a.values, b.values))
+    if isinstance(a, block_pointer) and isinstance(b, block_pointer):
+        return a.type == b.type and all(same_value(x, y) for x, y in zip(a.leaves(), b.leaves()))
     return False
 
 
@@ -180,6 +206,8 @@ def describe_type(ty: Any) -> str:
     if isinstance(ty, block_type):
         dims = ", ".join(f"'{s}'" for s in ty.shape)
         return f"<[{dims}], {describe_type(ty.element_ty)}>"
+    if isinstance(ty, block_pointer_type):
+        return f"pointer<{describe_type(ty.block)}>"
     if isinstance(ty, pointer_type):
         return f"pointer<{describe_type(ty.element_ty)}>"
     if isinstance(ty, dtype):
@@ -194,6 +222,8 @@ def describe_value(value: Any) -> str:
         return f"{describe_type(value.type.scalar)}[{dims}]"
     if isinstance(value, tl_tuple):
         return "(" + ", ".join(describe_value(v) for v in value.values) + ")"
+    if isinstance(value, block_pointer):
+        return describe_type(value.type)
     if isinstance(value, constexpr):
         return f"constexpr[{value.value!r}]"
     return repr(value)
@@ -204,6 +234,8 @@ def describe_slot(slot: Slot) -> str:
         return describe_type(slot.type)
     if isinstance(slot, TupleSlot):
         return "(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
+    if isinstance(slot, BlockPointerSlot):
+        return describe_type(slot.type)
     if slot.value is None:
         return "void"
     return f"constexpr[{unwrap(slot.value)!r}]"

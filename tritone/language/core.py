@@ -737,11 +737,13 @@ def _optional_tensor(value, _semantic):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False, _semantic=None):
-    """Read memory through a pointer or a block of pointers; masked-off lanes give
-    `other` (0 without it)."""
+    """Read memory through a pointer, a block of pointers or a block pointer; masked-off
+    lanes give `other` (0 without it); out-of-bounds lanes of a block pointer's
+    `boundary_check` dims give `padding_option`'s value."""
     mask = _optional_tensor(mask, _semantic)
     other = _optional_tensor(other, _semantic)
-    return _semantic.load(_semantic.to_tensor(pointer), mask, other, _unwrap_if_constexpr(boundary_check),
+    # a block pointer (block_pointer.py) is not a tensor: Semantic.load tells them apart
+    return _semantic.load(_unwrap_if_constexpr(pointer), mask, other, _unwrap_if_constexpr(boundary_check),
                           _unwrap_if_constexpr(padding_option), _unwrap_if_constexpr(cache_modifier),
                           _unwrap_if_constexpr(eviction_policy), _unwrap_if_constexpr(volatile))
 
@@ -752,7 +754,7 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     """Write `value` (broadcast to the pointer's shape, cast to its element type) where `mask`."""
     mask = _optional_tensor(mask, _semantic)
     value = _semantic.to_tensor(value)
-    return _semantic.store(_semantic.to_tensor(pointer), value, mask, _unwrap_if_constexpr(boundary_check),
+    return _semantic.store(_unwrap_if_constexpr(pointer), value, mask, _unwrap_if_constexpr(boundary_check),
                            _unwrap_if_constexpr(cache_modifier), _unwrap_if_constexpr(eviction_policy))
 
 

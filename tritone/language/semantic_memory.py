@@ -2,12 +2,15 @@
 
 A mixin of `Semantic` (semantic.py). Pointers to `i1` are never accessed:
 loads and stores go through an `i8` pointer instead (`!= 0` after a load).
+Accesses through block pointers are lowered by `block_pointer.py` to the
+ordinary ones here.
 """
 
 from __future__ import annotations
 
 from ..ir.types import pointer_type
 from . import core as tl
+from .block_pointer import BlockPointerSemantic, block_pointer
 from .core import dtype_name, tensor
 
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
@@ -23,7 +26,7 @@ def _check_choice(value: str, allowed: tuple, what: str) -> str:
     return value
 
 
-class MemorySemantic:
+class MemorySemantic(BlockPointerSemantic):
     """Memory ops of `Semantic`."""
 
     def _byte_pointer(self, ptr: tensor) -> tensor:
@@ -31,16 +34,20 @@ class MemorySemantic:
         ptr_ty = ptr.type.scalar
         return self.cast(ptr, pointer_type(tl.int8, ptr_ty.address_space, ptr_ty.const))
 
-    def load(self, ptr: tensor, mask: tensor | None, other: tensor | None, boundary_check=(),
+    def load(self, ptr: tensor | block_pointer, mask: tensor | None, other: tensor | None, boundary_check=(),
              padding_option: str = "", cache_modifier: str = "", eviction_policy: str = "",
              is_volatile: bool = False) -> tensor:
-        """`tl.load` through a pointer or a block of pointers (block pointers are not
-        supported). `mask`/`other` broadcast to the pointer's shape; `other` is cast
-        to the element type."""
+        """`tl.load` through a pointer, a block of pointers or a block pointer.
+        `mask`/`other` broadcast to the pointer's shape; `other` is cast to the
+        element type."""
         cache = _check_choice(cache_modifier, _LOAD_CACHE, "Cache modifier")
         evict = _check_choice(eviction_policy, _EVICTION, "Eviction policy")
         if padding_option not in ("", "zero", "nan"):
             raise ValueError(f"Padding option {padding_option} not supported")
+        if isinstance(ptr, block_pointer):
+            return self.load_block_pointer(ptr, mask, other, boundary_check, padding_option, cache, evict,
+                                           is_volatile)
+        ptr = self.to_tensor(ptr)
         if not ptr.type.scalar.is_ptr():
             raise ValueError(f"Unsupported ptr type {ptr.type!r} in `tl.load`")
         if mask is None and other is not None:
@@ -78,12 +85,17 @@ class MemorySemantic:
             result = self.cast(result, tl.int1)
         return result
 
-    def store(self, ptr: tensor, val, mask: tensor | None, boundary_check=(), cache_modifier: str = "",
-              eviction_policy: str = "") -> None:
+    def store(self, ptr: tensor | block_pointer, val, mask: tensor | None, boundary_check=(),
+              cache_modifier: str = "", eviction_policy: str = "") -> None:
         """`tl.store`: `val` broadcast with `ptr` and `mask` (the pointer may not grow),
-        then cast to the element type."""
+        then cast to the element type; through a block pointer, see `store_block_pointer`."""
         cache = _check_choice(cache_modifier, _STORE_CACHE, "Cache modifier")
         evict = _check_choice(eviction_policy, _EVICTION, "Eviction policy")
+        if isinstance(ptr, block_pointer):
+            if ptr.type.base_ty.is_const():
+                raise ValueError("Cannot store to a constant pointer")
+            return self.store_block_pointer(ptr, val, mask, boundary_check, cache, evict)
+        ptr = self.to_tensor(ptr)
         if ptr.type.scalar.is_ptr() and ptr.type.scalar.is_const():
             raise ValueError("Cannot store to a constant pointer")
         if not ptr.type.scalar.is_ptr():
