@@ -1,8 +1,8 @@
 """`python -m tritone doctor` on this machine, the report's forms (text,
 summary, JSON, exit code), `python -m tritone cache info|clear|prune` on a real
 cache folder, the live check, and the error messages users meet (no driver, no
-NVRTC, NVRTC too old for the GPU, cache not writable): each names the thing and
-the fix."""
+NVRTC, NVRTC too old for the GPU, cache not writable, a CPU tensor passed to a
+GPU kernel): each names the thing and the fix."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ from tritone.__main__ import main
 from tritone.doctor import Check, Report, Status
 from tritone.doctor.cache_report import cache_checks, cache_command, cache_facts, parse_size
 from tritone.doctor.gpu import GpuFacts, gpu_facts, nvrtc_checks
-from tritone.doctor.live import interpreter_check, live_checks
+from tritone.doctor.live import interpreter_check, live_checks, vector_add
 from tritone.doctor.packages import TorchFacts, torch_facts, triton_facts
 from tritone.doctor.python_env import python_checks, python_facts
 from tritone.platform import SimulatedPlatform, host
-from tritone.runtime import cache, libs
+from tritone.runtime import cache, launcher, libs
 from tritone.runtime.cuda_driver import Device
 
 
@@ -170,6 +170,26 @@ def test_cache_not_writable_message_and_doctor_check(private_temp, monkeypatch):
     assert location.status is Status.WARN
     assert location.summary == f"{wanted} (TRITON_CACHE_DIR) cannot be written; using {used.root} instead"
     assert "set TRITON_CACHE_DIR to a folder you can write" in location.fix
+
+
+def test_cpu_tensor_for_a_gpu_kernel_names_the_parameter():
+    torch = pytest.importorskip("torch")
+    parameter = launcher.Parameter(2, "out_ptr", "*fp32")
+    with pytest.raises(ValueError) as caught:
+        launcher.pointer_address(torch.zeros(4), parameter, 0, None)
+    assert str(caught.value).startswith("Pointer argument out_ptr (at 2) cannot be accessed from Triton (cpu tensor?)")
+    with pytest.raises(ValueError) as caught:
+        launcher.pointer_address(np.zeros(4, np.float32), parameter, 0, None)
+    assert "out_ptr (at 2)" in str(caught.value) and "copy it to the GPU first" in str(caught.value)
+
+
+@pytest.mark.gpu
+def test_cpu_tensor_passed_to_a_kernel_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    x = torch.rand(1000)
+    y = torch.rand(1000, device="cuda")
+    with pytest.raises(ValueError, match=r"Pointer argument x_ptr \(at 0\) cannot be accessed from Triton"):
+        vector_add[(1,)](x, y, torch.empty_like(y), 1000, BLOCK=1024)
 
 
 # ---------------------------------------------------------------- python -m tritone cache
