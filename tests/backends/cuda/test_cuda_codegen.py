@@ -115,7 +115,8 @@ def build_reduce_2d(rows=32, cols=128, num_warps=4):
 
 @pytest.mark.parametrize("rows, cols, num_warps", [(32, 128, 4), (4, 1024, 8)])
 def test_two_d_reduce_sum_and_max(cuda_compile, rows, cols, num_warps):
-    results = cuda_compile(build_reduce_2d(rows, cols, num_warps))
+    # every target for one shape; an old and a new one for the other
+    results = cuda_compile(build_reduce_2d(rows, cols, num_warps), archs=None if num_warps == 4 else (61, 90))
     for arch, (_source, metadata, result) in results.items():
         assert "shfl.sync.bfly" in result.ptx  # warp butterflies
         assert "max.f32" in result.ptx  # NaN-ignoring maximum
@@ -169,7 +170,7 @@ def build_scan(reverse, shape=(2048,), axis=0):
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_scan_over_registers_lanes_warps_and_repeats(cuda_compile, reverse):
-    results = cuda_compile(build_scan(reverse), archs=(61, 80, 90, 120))
+    results = cuda_compile(build_scan(reverse), archs=None if not reverse else (61, 90))
     for _, (_, metadata, result) in results.items():
         assert "shfl.sync.idx" in result.ptx
         assert metadata["shared"] > 0
