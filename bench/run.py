@@ -26,7 +26,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +214,6 @@ class Context:
     implementations: dict[str, Kernels | str]
     show_tracebacks: bool
     lost: str = ""
-    failures: list[str] = field(default_factory=list)
 
     @property
     def device(self) -> str:
@@ -228,7 +227,6 @@ class Context:
         return bound
 
     def emit(self, row: Row, progress: bool = True) -> None:
-        row = Row(**{**asdict(row), "group": self.group})
         self.events.write(json.dumps({"event": "row", "row": asdict(row)}) + "\n")
         self.events.flush()
         if progress:
@@ -245,11 +243,7 @@ class Context:
                 output.fill_(math.nan)
             outputs = variant.run(0)
             self.timer.synchronize()
-            if len(outputs) != len(case.references):
-                raise WrongResult(f"{len(outputs)} outputs, expected {len(case.references)}")
-            error = max(relative_error(torch, out, ref) for out, ref in zip(outputs, case.references))
-            if not error <= case.tolerance:
-                raise WrongResult(f"wrong result: relative error {error:.2e} > {case.tolerance:.0e}")
+            error = check_outputs(torch, outputs, case.references, case.tolerance)
             return self.timer.measure(variant.run, case.n_sets), error
         except Exception as exc:
             if self.show_tracebacks:
@@ -265,7 +259,7 @@ class Context:
             try:
                 candidates = variants(impl)
             except Exception as exc:
-                self.emit(_replace(base, error=one_line(exc)))
+                self.emit(replace(base, error=one_line(exc)))
                 continue
             measured: list[Row] = []
             failed: list[str] = []
@@ -275,41 +269,47 @@ class Context:
                 except Exception as exc:
                     failed.append(f"{variant.detail}: {one_line(exc)}" if variant.detail else one_line(exc))
                     if len(candidates) > 1:
-                        self.emit(_replace(base, detail=variant.detail, error=one_line(exc), role="config"))
+                        self.emit(replace(base, detail=variant.detail, error=one_line(exc), role="config"))
                     continue
-                row = _replace(
-                    base, value=case.work / timing.median_ms * UNIT_SCALE[case.unit], median=timing.median_ms,
-                    min=timing.min_ms, p20=timing.p20_ms, p80=timing.p80_ms, reps=timing.reps, rel_err=error,
+                row = replace(
+                    base, value=case.work / timing.median * UNIT_SCALE[case.unit], median=timing.median,
+                    min=timing.min, p20=timing.p20, p80=timing.p80, reps=timing.reps, rel_err=error,
                     detail=variant.detail)
                 measured.append(row)
                 if len(candidates) > 1:
-                    self.emit(_replace(row, role="config"))
+                    self.emit(replace(row, role="config"))
             if not measured:
                 reason = failed[0] if len(failed) == 1 else f"all {len(failed)} configs failed; first: {failed[0]}"
-                self.emit(_replace(base, error=reason))
+                self.emit(replace(base, error=reason))
                 continue
             best = max(measured, key=lambda row: row.value)
             note = f"{len(failed)} of {len(candidates)} configs failed; first: {failed[0]}" if failed else ""
-            self.emit(_replace(best, note=note), progress=len(candidates) == 1)
+            self.emit(replace(best, note=note), progress=len(candidates) == 1)
             if len(candidates) > 1:
                 print(f"  [{case.bench}] {case.case} | {impl}: best {best.detail}", flush=True)
 
 
-def _replace(row: Row, **changes: Any) -> Row:
-    return Row(**{**asdict(row), **changes})
-
-
-def relative_error(torch: Any, out: Any, ref: Any) -> float:
-    """‖out − ref‖ / ‖ref‖ in float64; infinite when `out` holds a NaN or infinity."""
-    out64 = out.detach().to(torch.float64)
-    ref64 = ref.detach().to(device=out64.device, dtype=torch.float64)
-    if out64.shape != ref64.shape:
-        raise WrongResult(f"output shape {tuple(out64.shape)}, expected {tuple(ref64.shape)}")
-    if not bool(torch.isfinite(out64).all()):
-        return math.inf
-    scale = float(ref64.norm())
-    difference = float((out64 - ref64).norm())
-    return difference / scale if scale > 0 else difference
+def check_outputs(torch: Any, outputs: Sequence[Any], references: Sequence[Any], tolerance: float) -> float:
+    """The largest ‖out − ref‖ / ‖ref‖ (float64) over the outputs; raises WrongResult when
+    it passes `tolerance` or an output holds NaN or infinity (an element left poisoned)."""
+    if len(outputs) != len(references):
+        raise WrongResult(f"{len(outputs)} outputs, expected {len(references)}")
+    worst = 0.0
+    for index, (out, ref) in enumerate(zip(outputs, references)):
+        out64 = out.detach().to(torch.float64)
+        ref64 = ref.detach().to(device=out64.device, dtype=torch.float64)
+        if out64.shape != ref64.shape:
+            raise WrongResult(f"output {index} has shape {tuple(out64.shape)}, expected {tuple(ref64.shape)}")
+        bad = int((~torch.isfinite(out64)).sum())
+        if bad:
+            raise WrongResult(f"output {index}: {bad} of {out64.numel()} elements NaN or infinite (never written?)")
+        scale = float(ref64.norm())
+        difference = float((out64 - ref64).norm())
+        error = difference / scale if scale > 0 else difference
+        if not error <= tolerance:
+            raise WrongResult(f"output {index}: relative error {error:.2e} > {tolerance:.0e}")
+        worst = max(worst, error)
+    return worst
 
 
 def device_healthy(torch: Any) -> bool:
@@ -327,7 +327,7 @@ def print_progress(row: Row) -> None:
     if row.detail:
         head += f" [{row.detail}]"
     if row.error:
-        print(f"{head}: {row.role} failed: {row.error}", flush=True)
+        print(f"{head}: failed: {row.error}", flush=True)
         return
     line = f"{head}: {format_figure(row.value)} {row.unit}  (median {row.median:.4g} {row.time_unit}"
     if row.rel_err is not None:
@@ -621,14 +621,13 @@ def bench_launch(ctx: Context) -> None:
             out.fill_(math.nan)
             launch()
             ctx.timer.synchronize()
-            if not torch.equal(out, x + y):
-                raise WrongResult("wrong result of the launch probe kernel")
+            check_outputs(torch, [out], [x + y], 0.0)
             timing = ctx.timer.launch_overhead_us(launch, calls, batches)
         except Exception as exc:
-            ctx.emit(_replace(base, error=one_line(exc)))
+            ctx.emit(replace(base, error=one_line(exc)))
             continue
-        ctx.emit(_replace(base, value=timing.median_ms, median=timing.median_ms, min=timing.min_ms,
-                          p20=timing.p20_ms, p80=timing.p80_ms, reps=timing.reps))
+        ctx.emit(replace(base, value=timing.median, median=timing.median, min=timing.min, p20=timing.p20,
+                         p80=timing.p80, reps=timing.reps))
 
 
 def bench_first_call(ctx: Context) -> None:
@@ -651,9 +650,9 @@ def bench_first_call(ctx: Context) -> None:
                 try:
                     result = first_call_result(child)
                 except Exception as exc:
-                    ctx.emit(_replace(base, error=one_line(exc)))
+                    ctx.emit(replace(base, error=one_line(exc)))
                     continue
-                ctx.emit(_replace(base, value=result["first_call_ms"], median=result["first_call_ms"], reps=1,
+                ctx.emit(replace(base, value=result["first_call_ms"], median=result["first_call_ms"], reps=1,
                                   rel_err=result["rel_err"], detail=f"import {result['import_ms']:.0f} ms"))
     finally:
         for cache_dir in cache_dirs.values():
@@ -710,9 +709,7 @@ def first_call_child(impl: str, check: bool) -> int:
         if device == "cuda":
             torch.cuda.synchronize()
         first_call_ms = (time.perf_counter() - begin) * 1e3
-        error = relative_error(torch, out, torch.softmax(x.double(), dim=-1))
-        if not error <= 1e-5:
-            raise WrongResult(f"wrong result: relative error {error:.2e} > 1e-05")
+        error = check_outputs(torch, [out], [torch.softmax(x.double(), dim=-1)], 1e-5)
     except Exception as exc:
         print(json.dumps({"error": one_line(exc)}))
         return 0

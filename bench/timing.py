@@ -27,13 +27,15 @@ FLUSH_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-repetition times in milliseconds: median, minimum, 20th and 80th percentiles."""
+    """Per-repetition times in `unit` ("ms" or "us"): median, minimum, 20th and 80th
+    percentiles, over `reps` repetitions."""
 
-    median_ms: float
-    min_ms: float
-    p20_ms: float
-    p80_ms: float
+    median: float
+    min: float
+    p20: float
+    p80: float
     reps: int
+    unit: str = "ms"
 
 
 @dataclass(frozen=True)
@@ -61,14 +63,15 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def _summarise(times_ms: list[float]) -> Timing:
-    ordered = sorted(times_ms)
+def _summarise(times: list[float], unit: str = "ms") -> Timing:
+    ordered = sorted(times)
     return Timing(
-        median_ms=statistics.median(ordered),
-        min_ms=ordered[0],
-        p20_ms=_quantile(ordered, 0.2),
-        p80_ms=_quantile(ordered, 0.8),
+        median=statistics.median(ordered),
+        min=ordered[0],
+        p20=_quantile(ordered, 0.2),
+        p80=_quantile(ordered, 0.8),
         reps=len(ordered),
+        unit=unit,
     )
 
 
@@ -142,9 +145,9 @@ class Timer:
 
     def launch_overhead_us(self, launch: Callable[[], object], calls: int, batches: int) -> Timing:
         """Host time per call of `launch` issued back to back in a Python loop, in
-        microseconds (the Timing's fields hold microseconds here): the median over
-        `batches` batches of `calls` calls, each batch ending with a synchronize so
-        queued work is counted. No cache flush: this measures the host path."""
+        microseconds: the median over `batches` batches of `calls` calls, each batch
+        ending with a synchronize so queued work is counted. No cache flush: this
+        measures the host path."""
         for _ in range(max(1, calls // 10)):
             launch()
         self.synchronize()
@@ -155,4 +158,4 @@ class Timer:
                 launch()
             self.synchronize()
             per_call.append((time.perf_counter() - begin) * 1e6 / calls)
-        return _summarise(per_call)
+        return _summarise(per_call, "us")
