@@ -386,6 +386,8 @@ def test_long_cache_folder_without_long_paths_is_a_warning():
     assert length.status is Status.WARN
     assert "[WinError 206]" in length.summary and f"longest: {longest}" in length.details
     assert "LongPathsEnabled /t REG_DWORD /d 1" in length.fix and "TRITON_CACHE_DIR" in length.fix
+    # tritone itself opens such paths with the \\?\ prefix.
+    assert cache.long_path(sim, longest) == "\\\\?\\" + longest
     allowed = by_name(cache_checks(sim, cache_state(sim, configured=deep, longest=longest, long_paths=True)),
                       "path length")
     assert allowed.status is Status.PASS and "LongPathsEnabled = 1 (long paths allowed)" in allowed.summary

@@ -175,11 +175,13 @@ def cache_facts(platform: Platform | None = None) -> CacheFacts:
 
 def size_text(size: float) -> str:
     """Bytes for people: 1536 -> "1.5 KiB"."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    if size < 1024:
+        return f"{size:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
         size /= 1024
-    raise AssertionError("unreachable")
+        if size < 1024 or unit == "GiB":
+            break
+    return f"{size:.1f} {unit}"
 
 
 def age_text(seconds: float) -> str:

@@ -61,8 +61,10 @@ def python_checks(platform: Platform, facts: PythonFacts) -> list[Check]:
 
 def _version(facts: PythonFacts) -> Check:
     version = ".".join(map(str, facts.version))
-    build = "free-threaded build, GIL " + ("enabled" if facts.gil_enabled else "disabled") \
-        if facts.free_threaded_build else "GIL build"
+    if facts.free_threaded_build:
+        build = f"free-threaded build, GIL {'enabled' if facts.gil_enabled else 'disabled'}"
+    else:
+        build = "GIL build"
     summary = f"{facts.implementation} {version}, {facts.pointer_bits}-bit, {build}"
     low, high = SUPPORTED
     supported = f"{low[0]}.{low[1]} to {high[0]}.{high[1]}"
