@@ -77,6 +77,21 @@ def test_doctor_on_this_machine(capsys):
     assert version["summary"].startswith(f"CPython {platform_module.python_version()}, 64-bit")
 
 
+def test_a_check_that_raises_is_reported_and_the_others_still_run(monkeypatch):
+    def broken(platform):
+        raise OSError("the registry is unreadable")
+
+    monkeypatch.setattr(doctor, "triton_facts", broken)
+    monkeypatch.setattr(doctor, "gpu_facts", broken)
+    report = doctor.run(["python", "gpu", "nvrtc", "triton", "cache"])
+    failed = report.with_status(Status.FAIL)
+    assert [(check.section, check.name) for check in failed] == [("GPU", "doctor"), ("triton", "doctor")]
+    assert failed[1].summary == "this check failed: OSError: the registry is unreadable"
+    assert "python -m tritone doctor --json" in failed[1].fix
+    assert report.find("Python", "version") and report.find("cache", "location") and report.find("NVRTC")
+    assert not report.find("GPU", "driver") and report.exit_code == 1
+
+
 def test_unknown_sections_are_refused():
     with pytest.raises(ValueError, match="unknown doctor sections"):
         doctor.run(["python", "gpus"])
