@@ -766,16 +766,25 @@ def worker_main(args: argparse.Namespace) -> int:
     else:
         plan = TimingPlan()
     device = "cpu" if args.check else "cuda"
+    if args.arch:
+        capability = None if args.check else torch.cuda.get_device_capability()
+        settings = arch_settings(args.arch, capability)
+        os.environ.update(settings)
+        arch_line = f"{args.arch} rows: " + " ".join(f"{name}={value}" for name, value in settings.items())
+        if "DISABLE_MMA_V3" in settings:
+            arch_line += " (an sm_XY cubin of upstream's would not load on this device)"
     with open(args.events, "a", encoding="utf-8") as events:
+        if args.arch:
+            events.write(json.dumps({"event": "note", "line": arch_line}) + "\n")
         ctx = Context(
-            sizes=CHECK_SIZES if args.check else FULL_SIZES, quick=args.quick, check=args.check, group=args.group,
+            sizes=CHECK_SIZES if args.check else FULL_SIZES, quick=args.quick, check=args.check, group=args.arch,
             timer=Timer(device, plan), events=events, implementations=load_implementations(),
             show_tracebacks=args.traceback)
         events.write(json.dumps({"event": "environment", "line": environment_line(torch, device)}) + "\n")
         for name in names:
             events.write(json.dumps({"event": "start", "bench": name}) + "\n")
             events.flush()
-            print(f"[{name}{' ' + args.group if args.group else ''}]", flush=True)
+            print(f"[{name}{' ' + args.arch if args.arch else ''}]", flush=True)
             try:
                 BENCHMARK_FUNCTIONS[name](ctx)
             except Exception as exc:
@@ -796,6 +805,25 @@ def worker_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def arch_settings(arch: str, capability: tuple[int, int] | None) -> dict[str, str]:
+    """Environment that makes both implementations compile for the older target `arch`
+    ("sm80") on a device of `capability` (None: no device, interpreters only).
+
+    tritone gets TRITONE_TARGET=sm_XY: it emits PTX for that target and the driver
+    compiles it for the device. Upstream gets TRITON_OVERRIDE_ARCH=smXY where its sm_XY
+    cubin can load, that is on a device of the same major version; a cubin never loads
+    on a newer major version, so there upstream keeps the device's target and is held
+    to its mma.sync dot path with DISABLE_MMA_V3/DISABLE_MMA_V5 (read by its compiler)."""
+    target = int(arch[2:])
+    settings = {"TRITONE_TARGET": f"sm_{target}"}
+    if capability is None or capability[0] == target // 10:
+        settings["TRITON_OVERRIDE_ARCH"] = arch
+    else:
+        settings["DISABLE_MMA_V3"] = "1"
+        settings["DISABLE_MMA_V5"] = "1"
+    return settings
+
+
 # --------------------------------------------------------------------------- orchestrator
 
 
@@ -803,6 +831,7 @@ def worker_main(args: argparse.Namespace) -> int:
 class WorkerOutcome:
     rows: list[Row] = field(default_factory=list)
     environment: str = ""
+    notes: list[str] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)
 
 
@@ -818,11 +847,13 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def run_workers(names: list[str], args: argparse.Namespace, group: str, extra_env: dict[str, str]) -> WorkerOutcome:
+def run_workers(names: list[str], args: argparse.Namespace, arch: str = "") -> WorkerOutcome:
     """Run `names` in worker processes, starting a new worker after one dies, hangs past
-    the timeout of a benchmark, or loses its CUDA context."""
+    the timeout of a benchmark, or loses its CUDA context. With `arch`, the workers
+    compile for that older target (see arch_settings) and label their rows with it."""
     outcome = WorkerOutcome()
-    env = dict(os.environ, **extra_env)
+    group = arch
+    env = dict(os.environ)
     if args.check:
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -838,7 +869,7 @@ def run_workers(names: list[str], args: argparse.Namespace, group: str, extra_en
             attempt += 1
             events_path = Path(folder) / f"worker{attempt}.jsonl"
             command = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(remaining),
-                       "--events", str(events_path), "--group", group]
+                       "--events", str(events_path), "--arch", arch]
             command += [flag for flag, on in (("--check", args.check), ("--quick", args.quick),
                                               ("--traceback", args.traceback)) if on]
             process = subprocess.Popen(command, env=env)
@@ -851,6 +882,8 @@ def run_workers(names: list[str], args: argparse.Namespace, group: str, extra_en
                     outcome.rows.append(Row(**event["row"]))
                 elif event["event"] == "environment":
                     outcome.environment = event["line"]
+                elif event["event"] == "note" and event["line"] not in outcome.notes:
+                    outcome.notes.append(event["line"])
                 elif event["event"] == "harness_error":
                     error = f"the benchmark itself failed: {event['error']}"
                     outcome.rows.append(Row(group=group, bench=event["bench"], case="", impl="", unit="", error=error))
@@ -967,7 +1000,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     # Internal: the roles of the child processes.
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--events", help=argparse.SUPPRESS)
-    parser.add_argument("--group", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--arch", default="", help=argparse.SUPPRESS)
     parser.add_argument("--first-call-child", choices=KERNEL_IMPLS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.arch_compare is not None and not (args.arch_compare.startswith("sm") and args.arch_compare[2:].isdigit()):
@@ -985,13 +1018,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no CUDA device is usable here: run with --check to validate the suite on the CPU", file=sys.stderr)
         return 2
     names = [name for name in BENCHMARKS if args.only is None or name in args.only]
-    outcomes = [run_workers(names, args, "", {})]
-    if args.arch_compare:
-        compared = [name for name in names if name in ARCH_COMPARED]
-        arch = args.arch_compare
-        if compared:
-            outcomes.append(run_workers(compared, args, arch,
-                                        {"TRITON_OVERRIDE_ARCH": arch, "TRITONE_TARGET": f"sm_{arch[2:]}"}))
+    outcomes = [run_workers(names, args)]
+    compared = [name for name in names if name in ARCH_COMPARED]
+    if args.arch_compare and compared:
+        outcomes.append(run_workers(compared, args, args.arch_compare))
     rows = [row for outcome in outcomes for row in outcome.rows]
     harness_errors = [error for outcome in outcomes for error in outcome.harness_errors]
     environment = next((outcome.environment for outcome in outcomes if outcome.environment), "")
@@ -1002,6 +1032,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows, environment, mode))
     if args.csv:
         print(f"every row, each config too: {args.csv}")
+    for note in (note for outcome in outcomes for note in outcome.notes):
+        print(note)
     for error in harness_errors:
         print(f"harness failure: {error}"[:TABLE_WIDTH])
     return status(rows, harness_errors, args.check)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.run import Row, format_table
+from bench.run import Row, arch_settings, format_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention"}
@@ -65,3 +65,11 @@ def test_table_ratios_and_failures() -> None:
     assert table[launch].split()[-4:] == ["20.0", "error", "-", "-"]
     assert table[launch + 1].startswith("    tritone: RuntimeError: xxx")
     assert all(len(line) <= 100 for line in table)
+
+
+def test_arch_compare_settings() -> None:
+    # An sm_80 cubin loads on 8.x devices only: on a 9.0 device upstream keeps its target
+    # and is held to mma.sync instead; tritone always compiles PTX for the older target.
+    assert arch_settings("sm80", (8, 6)) == {"TRITONE_TARGET": "sm_80", "TRITON_OVERRIDE_ARCH": "sm80"}
+    assert arch_settings("sm80", None) == {"TRITONE_TARGET": "sm_80", "TRITON_OVERRIDE_ARCH": "sm80"}
+    assert arch_settings("sm80", (9, 0)) == {"TRITONE_TARGET": "sm_80", "DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
