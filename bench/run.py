@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -847,10 +848,11 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def run_workers(names: list[str], args: argparse.Namespace, arch: str = "") -> WorkerOutcome:
+def run_workers(names: list[str], args: argparse.Namespace, end_by: float | None, arch: str = "") -> WorkerOutcome:
     """Run `names` in worker processes, starting a new worker after one dies, hangs past
-    the timeout of a benchmark, or loses its CUDA context. With `arch`, the workers
-    compile for that older target (see arch_settings) and label their rows with it."""
+    the timeout of a benchmark, or loses its CUDA context; stop at `end_by` (a
+    time.monotonic() value), marking what did not run. With `arch`, the workers compile
+    for that older target (see arch_settings) and label their rows with it."""
     outcome = WorkerOutcome()
     group = arch
     env = dict(os.environ)
@@ -866,14 +868,23 @@ def run_workers(names: list[str], args: argparse.Namespace, arch: str = "") -> W
     with tempfile.TemporaryDirectory(prefix="bench-events-") as folder:
         attempt = 0
         while remaining:
+            if end_by is not None and time.monotonic() > end_by:
+                outcome.rows.extend(Row(group=group, bench=name, case="", impl="", unit="",
+                                        error="not run: --budget ran out") for name in remaining)
+                break
             attempt += 1
             events_path = Path(folder) / f"worker{attempt}.jsonl"
             command = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(remaining),
                        "--events", str(events_path), "--arch", arch]
             command += [flag for flag, on in (("--check", args.check), ("--quick", args.quick),
                                               ("--traceback", args.traceback)) if on]
-            process = subprocess.Popen(command, env=env)
-            timed_out = wait_for_worker(process, events_path, args.timeout)
+            # Its own process group, so that stopping it also stops the first-call children.
+            process = subprocess.Popen(command, env=env, start_new_session=os.name == "posix")
+            try:
+                stopped = wait_for_worker(process, events_path, args.timeout, end_by)
+            except KeyboardInterrupt:
+                kill_worker(process)
+                raise
             events = read_events(events_path)
             started = [event["bench"] for event in events if event["event"] == "start"]
             finished = {event["bench"] for event in events if event["event"] == "done"}
@@ -889,9 +900,14 @@ def run_workers(names: list[str], args: argparse.Namespace, arch: str = "") -> W
                     outcome.rows.append(Row(group=group, bench=event["bench"], case="", impl="", unit="", error=error))
                     outcome.harness_errors.append(f"{event['bench']}: {event['error']}")
             unfinished = [name for name in started if name not in finished]
+            if stopped == "budget":
+                for name in [name for name in remaining if name not in finished]:
+                    why = "stopped: --budget ran out" if name in unfinished else "not run: --budget ran out"
+                    outcome.rows.append(Row(group=group, bench=name, case="", impl="", unit="", error=why))
+                break
             if unfinished:
                 name = unfinished[0]
-                why = (f"worker timed out after {args.timeout:.0f} s" if timed_out
+                why = (f"worker timed out after {args.timeout:.0f} s" if stopped == "timeout"
                        else f"worker exited with code {process.returncode} (its output is above)")
                 outcome.rows.append(Row(group=group, bench=name, case="", impl="", unit="", error=why))
                 outcome.harness_errors.append(f"{name}: {why}")
@@ -903,9 +919,9 @@ def run_workers(names: list[str], args: argparse.Namespace, arch: str = "") -> W
     return outcome
 
 
-def wait_for_worker(process: subprocess.Popen, events_path: Path, timeout_s: float) -> bool:
-    """Wait for the worker; kill it when one benchmark has run longer than `timeout_s`.
-    Returns whether it was killed."""
+def wait_for_worker(process: subprocess.Popen, events_path: Path, timeout_s: float, end_by: float | None) -> str:
+    """Wait for the worker; kill it when one benchmark has run longer than `timeout_s`
+    or the run reaches `end_by`. Returns "timeout", "budget" or "" (it exited)."""
     seen_starts = 0
     deadline = time.monotonic() + timeout_s
     while process.poll() is None:
@@ -913,12 +929,24 @@ def wait_for_worker(process: subprocess.Popen, events_path: Path, timeout_s: flo
         if starts != seen_starts:
             seen_starts = starts
             deadline = time.monotonic() + timeout_s
-        if time.monotonic() > deadline:
-            process.kill()
-            process.wait()
-            return True
+        now = time.monotonic()
+        if now > deadline or (end_by is not None and now > end_by):
+            kill_worker(process)
+            return "timeout" if now > deadline else "budget"
         time.sleep(0.5)
-    return False
+    return ""
+
+
+def kill_worker(process: subprocess.Popen) -> None:
+    """Stop a worker started by run_workers, with its children where the platform allows."""
+    if os.name == "posix":
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    else:
+        process.kill()
+    process.wait()
 
 
 # --------------------------------------------------------------------------- table and CSV
@@ -996,6 +1024,9 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
                              "TRITON_OVERRIDE_ARCH=smXY, tritone with TRITONE_TARGET=sm_XY)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds one benchmark may run before its worker is killed (default 300)")
+    parser.add_argument("--budget", type=float,
+                        help="seconds the whole run may take: then the running benchmark is stopped, the rest "
+                             "are marked not run, and the table is printed")
     parser.add_argument("--traceback", action="store_true", help="print the traceback of every failure")
     # Internal: the roles of the child processes.
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -1018,10 +1049,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no CUDA device is usable here: run with --check to validate the suite on the CPU", file=sys.stderr)
         return 2
     names = [name for name in BENCHMARKS if args.only is None or name in args.only]
-    outcomes = [run_workers(names, args)]
+    end_by = time.monotonic() + args.budget if args.budget else None
+    outcomes = [run_workers(names, args, end_by)]
     compared = [name for name in names if name in ARCH_COMPARED]
     if args.arch_compare and compared:
-        outcomes.append(run_workers(compared, args, args.arch_compare))
+        outcomes.append(run_workers(compared, args, end_by, args.arch_compare))
     rows = [row for outcome in outcomes for row in outcome.rows]
     harness_errors = [error for outcome in outcomes for error in outcome.harness_errors]
     environment = next((outcome.environment for outcome in outcomes if outcome.environment), "")
