@@ -265,10 +265,12 @@ def test_cache_info_prune_and_clear(private_temp, monkeypatch):
     assert sorted(os.listdir(root)) == ["A" * 52, "my-notes"], "only tritone's entry folders are removed"
 
 
-def test_parse_size():
+def test_parse_size(capsys):
     assert parse_size("4096") == 4096 and parse_size("3K") == 3072 and parse_size("1.5GiB") == 3 * 2**29
     with pytest.raises(ValueError, match="not a size"):
         parse_size("lots")
+    assert main(["cache", "prune", "--max-size", "lots"]) == 2
+    assert capsys.readouterr().out == "--max-size: not a size: 'lots' (examples: 500M, 2G, 4096)\n"
 
 
 # ---------------------------------------------------------------- live check

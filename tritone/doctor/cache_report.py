@@ -296,7 +296,12 @@ def cache_command(action: str, out: TextIO, *, older_than_days: float = 30.0, ma
     `prune`: remove entries written more than `older_than_days` ago, entries
     left incomplete, and then the oldest entries until the rest fit in
     `max_size` ("2G"). Returns the exit status (1 when something could not be
-    removed or there is no cache)."""
+    removed or there is no cache, 2 for a `max_size` that is not a size)."""
+    try:
+        max_bytes = parse_size(max_size) if max_size else None
+    except ValueError as error:
+        out.write(f"--max-size: {error}\n")
+        return 2
     platform = platform or host()
     facts = cache_facts(platform)
     if action == "info":
@@ -313,7 +318,7 @@ def cache_command(action: str, out: TextIO, *, older_than_days: float = 30.0, ma
     if action == "clear":
         doomed = list(facts.entries)
     elif action == "prune":
-        doomed = _prune_plan(facts, older_than_days, parse_size(max_size) if max_size else None)
+        doomed = _prune_plan(facts, older_than_days, max_bytes)
     else:
         raise ValueError(f"unknown cache action {action!r} (info, clear, prune)")
     removed = failed = freed = 0
