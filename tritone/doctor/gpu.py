@@ -149,7 +149,7 @@ def nvrtc_checks(platform: Platform, gpu: GpuFacts) -> list[Check]:
 
 
 def _nvrtc_choice(platform: Platform, arch: int | None, report: libs.LibraryReport, *, have_gpu: bool) -> Check:
-    name = f"sm_{arch}" if arch is not None else "NVRTC"
+    name = f"sm_{arch}" if arch is not None else "choice"
     candidates = tuple(f"candidate: {probe.describe()}" for probe in _found_probes(platform, report.nvrtc_probes))
     choice = report.nvrtc
     if choice is None:
