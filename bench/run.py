@@ -641,7 +641,7 @@ def bench_first_call(ctx: Context) -> None:
     cache_dirs = {impl: tempfile.mkdtemp(prefix=f"bench-{impl}-cache-") for impl in KERNEL_IMPLS}
     try:
         for phase in ("cold cache",) if ctx.check else ("cold cache", "warm cache"):
-            children: dict[str, subprocess.Popen | Exception] = {}
+            children: dict[str, subprocess.Popen] = {}
             for impl in KERNEL_IMPLS:
                 children[impl] = start_first_call_child(impl, cache_dirs[impl], ctx.check)
                 if not ctx.check:
@@ -700,8 +700,7 @@ def first_call_child(impl: str, check: bool) -> int:
         torch.cuda.synchronize()
     try:
         begin = time.perf_counter()
-        module = importlib.import_module(impl)
-        language = importlib.import_module(f"{impl}.language")
+        module, language = import_implementation(impl)
         import_ms = (time.perf_counter() - begin) * 1e3
         kernel = bind(module, language).softmax
         block = next_power_of_2(cols)
@@ -730,12 +729,21 @@ BENCHMARK_FUNCTIONS: dict[str, Callable[[Context], None]] = {
 }
 
 
+def import_implementation(impl: str) -> tuple[Any, Any]:
+    """The package `impl` ("triton" or "tritone") and its language module."""
+    module = importlib.import_module(impl)
+    if impl == "triton" and hasattr(module, "__tritone_version__"):
+        # tritone's drop-in alias answers to `import triton` when switched on.
+        raise ImportError("`import triton` gives tritone's drop-in alias here, not upstream Triton")
+    return module, importlib.import_module(f"{impl}.language")
+
+
 def load_implementations() -> dict[str, Kernels | str]:
     """The benchmark kernels bound to each importable implementation, or why not."""
     loaded: dict[str, Kernels | str] = {}
     for impl in KERNEL_IMPLS:
         try:
-            loaded[impl] = bind(importlib.import_module(impl), importlib.import_module(f"{impl}.language"))
+            loaded[impl] = bind(*import_implementation(impl))
         except Exception as exc:
             loaded[impl] = f"{impl} unavailable: {one_line(exc)}"
     return loaded
@@ -773,7 +781,7 @@ def worker_main(args: argparse.Namespace) -> int:
         os.environ.update(settings)
         arch_line = f"{args.arch} rows: " + " ".join(f"{name}={value}" for name, value in settings.items())
         if "DISABLE_MMA_V3" in settings:
-            arch_line += " (an sm_XY cubin of upstream's would not load on this device)"
+            arch_line += f" (an {args.arch} cubin cannot load)"
     with open(args.events, "a", encoding="utf-8") as events:
         if args.arch:
             events.write(json.dumps({"event": "note", "line": arch_line}) + "\n")
@@ -1065,7 +1073,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.csv:
         print(f"every row, each config too: {args.csv}")
     for note in (note for outcome in outcomes for note in outcome.notes):
-        print(note)
+        print(note[:TABLE_WIDTH])
     for error in harness_errors:
         print(f"harness failure: {error}"[:TABLE_WIDTH])
     return status(rows, harness_errors, args.check)
