@@ -48,8 +48,9 @@ EXCLUSIONS: list[tuple[str, str]] = [
     ("i1 arithmetic (comparisons only feed `where` or a cast)", "12: bool arithmetic `i1 + i1`"),
     ("kernel int arguments equal to 1, float and bool kernel arguments",
      "12: int arg == 1; float args; bool kernel args"),
-    ("`tl.fma`; float compare, floor/ceil and float -> int casts of anything computed with an approximate op "
-     "(/, exp, log, sqrt, sin, cos, sigmoid): those would turn ulp differences into different branches",
+    ("`tl.fma`; float compare, floor/ceil, argmax and float -> int casts of anything computed with an "
+     "approximate op (/, exp, log, sqrt, sin, cos, sigmoid) or with a product feeding an add (the GPU fuses "
+     "it into one fma): those would turn ulp differences into different branches",
      "12: `a*b + c`; `exp, sqrt, rsqrt, /, fdiv, sigmoid` (floats are compared with a tolerance)"),
     ("`device_assert`, debug mode", "12: `device_assert`, overflow checks"),
     ("constructs the compiler rejects (break, continue, type-changing loop variables ...)",
@@ -73,9 +74,10 @@ class Expr:
     code: str
     dtype: str
     bound: float  # largest |value| it can take
-    exact: bool = True  # computed without an approximate float op
+    exact: bool = True  # computed without an approximate float op or a possible fma contraction
     peak: float = 0.0  # largest bound of any float subexpression (sets the tolerance)
     eps: float = 0.0  # coarsest float precision used inside
+    product: bool = False  # a float product (possibly negated or converted): an add of it may become an fma
 
 
 @dataclass
@@ -97,11 +99,17 @@ def _eps(dtype: str) -> float:
     return {"float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}.get(dtype, 0.0)
 
 
-def _merge(code: str, dtype: str, bound: float, *parts: Expr, exact: bool = True) -> Expr:
+def _merge(code: str, dtype: str, bound: float, *parts: Expr, exact: bool = True, product: bool = False) -> Expr:
     """A node over `parts`: exact if they all are, peak and eps over the tree."""
     peak = max([p.peak for p in parts] + [bound if is_float(dtype) else 0.0])
     eps = max([p.eps for p in parts] + [_eps(dtype)])
-    return Expr(code, dtype, bound, exact and all(p.exact for p in parts), peak, eps)
+    return Expr(code, dtype, bound, exact and all(p.exact for p in parts), peak, eps, product)
+
+
+def _sum_of(*parts: Expr) -> bool:
+    """Whether an add/sub of `parts` is still exact: the GPU contracts a product
+    feeding an add into one fma (section 12, `a*b + c`), the interpreter does not."""
+    return not any(p.product for p in parts)
 
 
 class ExprGen:
@@ -146,7 +154,8 @@ class ExprGen:
             bound = x.bound if is_float(x.dtype) else _int_range(x.dtype)
             if bound > FLOAT_LIMIT[target] * 0.5:
                 return self.leaf_of(target)
-            return _merge(code, target, bound, x)
+            # LLVM may fold fadd(fpext(fmul)) into an fma too.
+            return _merge(code, target, bound, x, product=x.product)
         if is_float(x.dtype):
             if not (is_signed(target) and x.exact and x.bound < 2 ** (bit_width(target) - 1) - 1):
                 return self.leaf_of(target)
@@ -263,7 +272,8 @@ class ExprGen:
                 bound, code = max(a.bound, b.bound), f"{self.pick(['tl.maximum', 'tl.minimum'])}({a.code}, {b.code})"
             if bound > FLOAT_LIMIT[dtype]:
                 return None
-            return _merge(code, dtype, bound, a, b)
+            exact = _sum_of(a, b) if choice == "addsub" else True
+            return _merge(code, dtype, bound, a, b, exact=exact, product=choice == "mul")
         if choice == "literal":
             a = self.expr(depth - 1, "float")
             value = self.pick([0.5, 1.5, 2.0, 0.25, 3.0])
@@ -272,7 +282,9 @@ class ExprGen:
             if bound > FLOAT_LIMIT[a.dtype]:
                 return None
             code = f"({value} {op} {a.code})" if self.chance(0.3) else f"({a.code} {op} {value})"
-            return _merge(code, a.dtype, bound, a)
+            if op == "*":
+                return _merge(code, a.dtype, bound, a, product=True)
+            return _merge(code, a.dtype, bound, a, exact=_sum_of(a))
         if choice == "div":
             a, b = self.expr(depth - 1, "float"), self.expr(depth - 1, "float")
             dtype = computation_type(a.dtype, b.dtype, div_or_mod=True)
@@ -284,8 +296,9 @@ class ExprGen:
             return _merge(f"tl.where({cond}, {a.code}, {b.code})", dtype, max(a.bound, b.bound), a, b)
         if choice == "unary":
             a = self.expr(depth - 1, "float")
-            code = f"(-{a.code})" if self.chance(0.5) else f"tl.abs({a.code})"
-            return _merge(code, a.dtype, a.bound, a)
+            if self.chance(0.5):
+                return _merge(f"(-{a.code})", a.dtype, a.bound, a, product=a.product)
+            return _merge(f"tl.abs({a.code})", a.dtype, a.bound, a)
         if choice == "math":
             return self.math(depth)
         if choice == "cast_float":
@@ -461,6 +474,8 @@ def _loop(rng, gen: ExprGen, depth: int, kind: str, body: list[str]):
     step = inner.expr(max(depth - 1, 1), "float" if is_float(dtype) else "int")
     if is_float(dtype):
         update = f"(acc * 0.5 + {step.code}).to(tl.{dtype})"
+        if step.product:
+            step = Expr(step.code, step.dtype, step.bound, False, step.peak, step.eps)
         bound = 2 * (init.bound + step.bound + 1)
         if bound > FLOAT_LIMIT[dtype] or (dtype == "float16" and not step.exact):
             update = f"(acc * 0.5 + 1.0).to(tl.{dtype})"

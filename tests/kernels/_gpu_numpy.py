@@ -51,22 +51,33 @@ def computation_type(a: str, b: str, div_or_mod: bool = False) -> str:
     return integer_promote(a, b)
 
 
-def float_to_int(values: np.ndarray, target: str) -> np.ndarray:
-    """GPU float -> int conversion (TRITON_SEMANTICS 3.2): truncate toward zero,
-    saturate, NaN -> 0. i8/u8 convert with 16-bit saturation and keep the low
-    byte (what a store of the result writes)."""
+def float_to_int(values: np.ndarray, target: str, source: str = "float32") -> np.ndarray:
+    """GPU float -> int conversion (TRITON_SEMANTICS 3.2): truncate toward zero
+    and saturate. i8/u8 convert with 16-bit saturation and keep the low byte
+    (what a store of the result writes). NaN gives 0 when an fp32 (or narrower)
+    value goes to a type of at most 32 bits, and otherwise the pattern 0b100...0
+    of the target width (`cvt.rzi` from f64, or to 64 bits; measured on an
+    H200 with upstream Triton 3.6)."""
     v = np.trunc(values.astype(np.float64))
-    v = np.where(np.isnan(v), 0.0, v)
+    nan = np.isnan(v)
+    v = np.where(nan, 0.0, v)
     if target in ("int8", "uint8"):
         lo, hi = (-(2**15), 2**15 - 1) if target == "int8" else (0, 2**16 - 1)
         wide = np.clip(v, lo, hi).astype(np.int64)
+        # NaN's 0x8000 (from f64) and 0 share the low byte 0.
         return wide.astype(NUMPY_DTYPES[target])
     info = np.iinfo(NUMPY_DTYPES[target])
+    nan_pattern = 0
+    if source == "float64" or bit_width(target) == 64:
+        nan_pattern = int(info.min) if is_signed(target) else 1 << (bit_width(target) - 1)
     result = np.empty(v.shape, dtype=NUMPY_DTYPES[target])
     flat = result.reshape(-1)
+    nan_flat = nan.reshape(-1)
     # Python ints: float64 cannot hold 2**63 - 1 or 2**64 - 1 exactly.
     for i, x in enumerate(v.reshape(-1)):
-        if x >= info.max:
+        if nan_flat[i]:
+            flat[i] = nan_pattern
+        elif x >= info.max:
             flat[i] = info.max
         elif x <= info.min:
             flat[i] = info.min
@@ -82,7 +93,7 @@ def convert(values: np.ndarray, src: str, dst: str, *, rtz: bool = False) -> np.
         return values != 0
     if not is_float(dst):
         if is_float(src):
-            return float_to_int(values, dst)
+            return float_to_int(values, dst, src)
         return values.astype(NUMPY_DTYPES[dst])
     if not is_float(src):
         if dst in ("float32", "float64", "float16"):

@@ -679,7 +679,8 @@ def _elementwise_cases() -> list[KernelCase]:
               where_case("int32", "int32", ((8, 1), (1, 16), ()))]
     cases += [fma_case(d) for d in ("float16", "float32", "float64")]
     cases += [clamp_case(d) for d in ("float16", "float32", "float64")]
-    cases += [float_pair_case("fdiv", d) for d in ("float16", "float32", "float64")]
+    # (fdiv on fp16 does not compile for upstream's GPU: not a case.)
+    cases += [float_pair_case("fdiv", d) for d in ("float32", "float64")]
     cases.append(float_pair_case("div_rn", "float32"))
     cases += [cdiv_case(d) for d in ("int32", "int64", "int16")]
     return cases

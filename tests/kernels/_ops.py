@@ -798,7 +798,7 @@ def program_id_kernel(out_ptr):
 def construction_kernel(out_ptr, n):
     # full / zeros / zeros_like / arange with a non-zero start / cdiv / loops.
     a = tl.arange(3, 11)
-    f = tl.full((8,), 2.7, tl.int32)
+    f = tl.full((8,), 2, tl.int32)
     z = tl.zeros_like(a.to(tl.float16))
     acc = tl.zeros((8,), tl.int32)
     for i in tl.static_range(0, 6, 2):
