@@ -961,6 +961,7 @@ def kill_worker(process: subprocess.Popen) -> None:
 
 
 def format_figure(value: float | None) -> str:
+    """A figure in at most 6 characters with three or four significant digits; "-" for none."""
     if value is None:
         return "-"
     if value >= 1000:
