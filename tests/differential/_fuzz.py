@@ -336,6 +336,8 @@ class ExprGen:
 
 
 def _agreement(result: Expr) -> Agreement:
+    """Exact for ints and exact float trees; else a tolerance scaled by the
+    largest intermediate magnitude and the coarsest precision in the tree."""
     if not is_float(result.dtype):
         return Agreement()
     if result.exact:
@@ -347,6 +349,7 @@ def _agreement(result: Expr) -> Agreement:
 
 
 def _dtypes(rng: np.random.Generator, count: int) -> list[str]:
+    # int32 and float32, the common kernel dtypes, three times as likely as the others.
     pool = INT_DTYPES + FLOAT_DTYPES + ("int32", "float32", "int32", "float32")
     return [pool[int(rng.integers(len(pool)))] for _ in range(count)]
 

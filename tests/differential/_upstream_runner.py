@@ -8,8 +8,8 @@ JOBS_FILE (written with `torch.save`) holds a list of jobs, each a dict with
 arguments: CPU tensors and Python values). RESULTS_FILE receives
 `{id: {"outputs": {name: tensor}} or {"error": traceback text}}`.
 
-Exit status 3, with the reason on stderr, means `import triton` failed: the
-differential tests are then skipped. Why a subprocess, and the one shim applied
+Exit status 3, with the reason on stderr, means `import triton` failed (or
+gave tritone's own drop-in alias): the differential tests are then skipped. Why a subprocess, and the one shim applied
 to upstream's interpreter, are explained in tests/kernels/_loader.py.
 """
 
@@ -30,6 +30,11 @@ def main(jobs_path: str, results_path: str) -> int:
         import triton.language as tl
     except Exception as error:  # noqa: BLE001 - any import failure means "no upstream here"
         print(f"import triton failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return IMPORT_FAILED
+    if hasattr(triton, "__tritone_version__"):
+        # tritone's drop-in alias answers to `import triton` when switched on:
+        # comparing tritone with itself would prove nothing.
+        print("`import triton` gives tritone's drop-in alias here, not upstream Triton", file=sys.stderr)
         return IMPORT_FAILED
     import torch
 
