@@ -85,11 +85,6 @@ class block_pointer(base_value):
     def order(self) -> tuple[int, ...]:
         return self.type.order
 
-    @property
-    def dtype(self) -> dtype:
-        """The element type of the blocks it points to."""
-        return self.type.element_ty
-
     def leaves(self) -> list[tensor]:
         """Its tensors: base, then shape, strides and offsets by dimension."""
         return [self.base, *self.shape, *self.strides, *self.offsets]
