@@ -11,6 +11,7 @@ import select
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,9 +63,13 @@ def blocks(*sizes, **options):
 
 
 @pytest.fixture(autouse=True)
-def quiet_knobs(monkeypatch):
+def quiet_knobs(monkeypatch, request):
+    """No printing or disk caching unless a test asks; kernels in the interpreter
+    (with CPU tensors) except in the GPU tests."""
     for name in ("TRITON_PRINT_AUTOTUNING", "TRITON_CACHE_AUTOTUNING", "TRITON_INTERPRET", "TRITONE_INTERPRET"):
         monkeypatch.delenv(name, raising=False)
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 def random_input(n, seed=None):
@@ -560,7 +565,9 @@ print(json.dumps({"benchmarked": len(benchmarked), "best": repr(matmul.best_conf
 def test_gpu_disk_cache_second_process_does_not_benchmark(tmp_path):
     script = tmp_path / "matmul_tuning.py"
     script.write_text(textwrap.dedent(GPU_MATMUL))
-    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    package_root = str(Path(triton.__file__).resolve().parent.parent)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     env.pop("TRITON_INTERPRET", None)
     runs = []
     for _ in range(2):

@@ -77,15 +77,15 @@ def test_interpreter_device_interface_times_with_the_host_clock(monkeypatch):
 # ---------------------------------------------------------------- choosing the active driver
 
 
-def test_interpret_knob_and_gpu_presence_choose_the_driver(monkeypatch):
-    monkeypatch.setattr(driver_module, "_gpu_usable", True)
-    assert isinstance(driver.active, driver_module.NvidiaDriver)
+def test_the_driver_follows_where_the_launcher_runs_kernels(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert isinstance(driver.active, driver_module.InterpreterDriver)
+    assert isinstance(driver.active, driver_module.InterpreterDriver) and driver_module.InterpreterDriver.is_active()
     monkeypatch.delenv("TRITON_INTERPRET")
-    monkeypatch.setattr(driver_module, "_gpu_usable", False)
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 86, 32))
+    assert isinstance(driver.active, driver_module.NvidiaDriver) and not driver_module.InterpreterDriver.is_active()
+    assert driver.active.get_current_target() == GPUTarget("cuda", 86, 32)
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
     assert isinstance(driver.active, driver_module.InterpreterDriver)
-    assert driver_module.InterpreterDriver.is_active() and not driver_module.NvidiaDriver.is_active()
 
 
 def test_set_active_and_reset_active():
@@ -106,7 +106,6 @@ def test_gpu_probe_failure_means_no_gpu(monkeypatch):
     monkeypatch.setattr(driver_module, "_gpu_usable", None)
     monkeypatch.setattr(cuda_driver, "driver", missing)
     assert driver_module.NvidiaDriver.is_active() is False
-    assert isinstance(driver.active, driver_module.InterpreterDriver)
 
 
 # ---------------------------------------------------------------- NVIDIA, simulated
@@ -193,10 +192,13 @@ def gpu(monkeypatch):
     monkeypatch.setattr(driver_module, "_gpu_usable", None)
     monkeypatch.setattr(driver_module, "_devices", {})
     monkeypatch.setattr(driver_module, "_torch_cuda", lambda: None)
+    # Where the launcher runs kernels: on this (simulated) GPU, or, as happens
+    # while tritone runs kernels in the interpreter, not.
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 90, 32))
     return simulated
 
 
-def test_nvidia_driver_on_a_simulated_gpu(gpu):
+def test_nvidia_driver_on_a_simulated_gpu(gpu, monkeypatch):
     active = driver.active
     assert isinstance(active, driver_module.NvidiaDriver)
     assert active.get_current_target() == GPUTarget("cuda", 90, 32)
@@ -207,6 +209,8 @@ def test_nvidia_driver_on_a_simulated_gpu(gpu):
     assert active.utils.get_device_properties("cuda:0") == active.utils.get_device_properties(0)
     assert testing.get_dram_gbps() == pytest.approx(2619000 * 5120 * 2 / 1e6 / 8)
     assert testing.get_max_tensorcore_tflops("fp16", 1980000) == pytest.approx(132 * 4 * 1980000 * 512e-9)
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
+    assert active.get_current_target() == GPUTarget("cuda", 90, 32)  # the device's own capability
 
 
 def test_nvidia_device_interface_without_torch(gpu):

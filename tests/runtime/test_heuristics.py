@@ -31,9 +31,9 @@ def random_input(n):
 
 
 @pytest.fixture(autouse=True)
-def no_interpret_override(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+def interpreter(monkeypatch):
+    """CPU tensors: kernels run in the interpreter, also where a GPU is present."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 def test_values_are_computed_in_order_from_the_arguments():
@@ -99,8 +99,7 @@ def test_heuristics_over_autotune():
     torch.testing.assert_close(y, x * 0.5, rtol=0, atol=0)
 
 
-def test_heuristics_under_the_interpreter_knob(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def test_heuristics_and_autotune_without_do_bench_on_the_interpreter():
     tuned = triton.autotune([triton.Config({"BLOCK": 48}), triton.Config({"BLOCK": 64})], key=["n"])(
         triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scaled_copy_kernel))
     x, y = random_input(128), torch.zeros(128)

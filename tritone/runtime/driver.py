@@ -13,8 +13,9 @@
   interpreter names its backend "interpreter"); its device interface times with
   the host clock.
 
-The choice between the two is made on each access of `driver.active` (the
-interpreter knob may change), unless `set_active` fixed a driver.
+The launcher decides where kernels run (`launch.active_target()`), and
+`driver.active` follows it on each access (the interpreter knob may change),
+unless `set_active` fixed a driver.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import knobs
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget
 from ..errors import OutOfResources, TritonError
 from . import cuda_driver
@@ -47,6 +47,14 @@ GPU_BENCHMARK_FLUSH_BYTES = 256 * 1024 * 1024
 # buffer the size of a large last-level CPU cache keeps do_bench's shape
 # without spending tens of milliseconds per run zeroing 256 MB.
 CPU_BENCHMARK_FLUSH_BYTES = 32 * 1024 * 1024
+
+
+def _launch_target() -> GPUTarget:
+    """Where the launcher runs kernels now (imported late: the launcher imports the
+    compiler, which must not be loaded for `import tritone.runtime.driver`)."""
+    from .launch import active_target
+
+    return active_target()
 
 
 def _torch_cuda() -> Any | None:
@@ -173,7 +181,7 @@ class InterpreterDriver:
 
     @staticmethod
     def is_active() -> bool:
-        return knobs.runtime.interpret or not NvidiaDriver.is_active()
+        return _launch_target().backend == INTERPRETER_TARGET.backend
 
     def get_current_target(self) -> GPUTarget:
         return INTERPRETER_TARGET
@@ -400,9 +408,13 @@ class NvidiaDriver:
             return _gpu_usable
 
     def get_current_target(self) -> GPUTarget:
-        """`GPUTarget("cuda", major*10+minor, 32)` of the current device."""
-        record = _device_record(self.get_current_device())
-        return GPUTarget("cuda", record.arch, 32)
+        """`GPUTarget("cuda", major*10+minor, 32)`: the launcher's target (the current
+        device's compute capability, or the one TRITONE_TARGET forces); the
+        current device's when the launcher runs kernels in the interpreter."""
+        target = _launch_target()
+        if target.backend == self.backend:
+            return target
+        return GPUTarget("cuda", _device_record(self.get_current_device()).arch, 32)
 
     def get_current_device(self) -> int:
         torch_cuda = _torch_cuda()
@@ -472,8 +484,9 @@ class DriverConfig:
 
     @property
     def default(self) -> InterpreterDriver | NvidiaDriver:
-        """The interpreter when TRITON_INTERPRET is set or no GPU is usable, else the GPU."""
-        if knobs.runtime.interpret or not NvidiaDriver.is_active():
+        """The driver of where the launcher runs kernels: the interpreter when
+        TRITON_INTERPRET is set or no GPU is usable, else the GPU."""
+        if _launch_target().backend != NvidiaDriver.backend:
             if self._interpreter is None:
                 self._interpreter = InterpreterDriver()
             return self._interpreter
