@@ -16,11 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 _TRUTHY = frozenset({"1", "true", "yes", "on", "y"})
+_ENVIRON_TYPE = type(os.environ)
 
 
-def _read_env(names: tuple[str, ...]) -> str | None:
+def _read_mapping(environ: Any, names: tuple[str, ...]) -> str | None:
+    """The value of the first of `names` set in a mapping that stands for os.environ."""
     for name in names:
-        value = os.environ.get(name)
+        value = environ.get(name)
         if value is not None:
             return value
     return None
@@ -31,6 +33,7 @@ class _EnvKnob:
 
     def __init__(self, *names: str, default: Any = None, parse: Callable[[str], Any] = str):
         self.names = names
+        self.keys = tuple(os.environ.encodekey(name) for name in names)
         self.default = default
         self.parse = parse
 
@@ -40,13 +43,22 @@ class _EnvKnob:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        overrides = instance.__dict__.get("_overrides", {})
-        if self.attribute in overrides:
+        overrides = instance.__dict__.get("_overrides")
+        if overrides and self.attribute in overrides:
             return overrides[self.attribute]
-        text = _read_env(self.names)
-        if text is None:
+        environ = os.environ
+        if type(environ) is _ENVIRON_TYPE:
+            # Every launch reads several knobs. Through the Mapping interface an unset
+            # variable costs a KeyError raised and caught (microseconds); the dictionary
+            # os.environ keeps, under its encoded keys, answers at once.
+            data = environ._data
+            for key in self.keys:
+                raw = data.get(key)
+                if raw is not None:
+                    return self.parse(environ.decodevalue(raw))
             return self.default
-        return self.parse(text)
+        text = _read_mapping(environ, self.names)  # os.environ replaced by a plain mapping (a test's, say)
+        return self.default if text is None else self.parse(text)
 
     def __set__(self, instance, value) -> None:
         instance.__dict__.setdefault("_overrides", {})[self.attribute] = value
@@ -105,6 +117,9 @@ class CompilationKnobs(_Group):
     """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma)."""
     allow_non_constexpr_globals = _env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
     """Let kernels read plain (non-constexpr) global values, baked in at compile time."""
+    disable_line_info = _env_bool("TRITON_DISABLE_LINE_INFO")
+    """Compile GPU code without source line information (no `#line` directives, no
+    NVRTC `--generate-line-info`): profilers and error reports then cannot name kernel lines."""
 
 
 class LanguageKnobs(_Group):

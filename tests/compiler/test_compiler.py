@@ -8,7 +8,11 @@ import pytest
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
+from tritone.compiler import compiler as compiler_module
 from tritone.compiler.compiler import ASTSource, CompiledKernel
+from tritone.errors import TritonError
+from tritone.ir.printer import print_module
+from tritone.runtime.cache import _base32
 
 INDUCTOR_OPTIONS = {"num_warps": 4, "num_stages": 1, "debug": True, "sanitize_overflow": False,
                     "enable_fp_fusion": True, "launch_cooperative_grid": False, "launch_pdl": False}
@@ -30,18 +34,55 @@ def inductor_source(constants_key="XBLOCK") -> ASTSource:
     return ASTSource(scaled_add, signature, {constants_key: 64}, attrs)
 
 
-def test_compile_for_a_cuda_target_gives_ir_but_cannot_load():
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITON_ALWAYS_COMPILE", raising=False)
+    monkeypatch.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
+    return tmp_path
+
+
+def test_compile_for_a_cuda_target_needs_no_gpu(cache_dir):
     kernel = triton.compile(inductor_source(), target=GPUTarget("cuda", 80, 32), options=INDUCTOR_OPTIONS)
-    assert isinstance(kernel, CompiledKernel)
+    assert isinstance(kernel, CompiledKernel) and kernel.name == "scaled_add"
     assert "tt.func @scaled_add" in kernel.asm["ttir"]
-    assert kernel.kernel is None and "cubin" not in kernel.asm
-    assert kernel.metadata.num_warps == 4 and kernel.metadata.num_stages == 1
-    assert kernel.metadata.target == GPUTarget("cuda", 80, 32) and kernel.metadata.shared == 0
-    assert kernel.metadata.global_scratch_size == 0 and kernel.metadata.profile_scratch_size == 0
-    assert kernel.packed_metadata == (4, 1, 0) and kernel.name == "scaled_add"
-    assert len(kernel.hash) == 64
-    with pytest.raises(RuntimeError, match="CUDA backend"):
-        kernel._init_handles()
+    assert 'extern "C" __global__' in kernel.asm["cuda"] and "scaled_add" in kernel.asm["cuda"]
+    assert ".target sm_80" in kernel.asm["ptx"] and ".entry scaled_add" in kernel.asm["ptx"]
+    assert kernel.kernel is kernel.asm["cubin"] and kernel.kernel.startswith(b"\x7fELF")
+    metadata = kernel.metadata
+    assert metadata.num_warps == 4 and metadata.num_stages == 1 and metadata.num_ctas == 1
+    assert metadata.target == GPUTarget("cuda", 80, 32) and metadata.entry == "scaled_add"
+    assert [p[1:] for p in metadata.params] == [["float*", 8]] * 3 + [["int", 4], ["float", 4]]
+    assert metadata.global_scratch_size == 0 and metadata.profile_scratch_size == 0 and metadata.hash == kernel.hash
+    assert kernel.packed_metadata == (4, 1, metadata.shared)
+    # The static launcher of TorchInductor opens <cache>/<base32 of the hash>/<name>.cubin.
+    assert (cache_dir / _base32(kernel.hash) / "scaled_add.cubin").read_bytes() == kernel.kernel
+    # The IR is read back from the text: what the backend started from, before its own passes.
+    assert kernel.ir.entry == "scaled_add" and "tt.func @scaled_add" in print_module(kernel.ir)
+
+
+def test_a_second_compile_comes_from_the_disk_cache(cache_dir, monkeypatch):
+    first = triton.compile(inductor_source(), target=GPUTarget("cuda", 86, 32), options=INDUCTOR_OPTIONS)
+    monkeypatch.setattr(compiler_module, "make_ir", lambda *args: pytest.fail("the frontend ran on a cache hit"))
+    again = triton.compile(inductor_source(), target=GPUTarget("cuda", 86, 32), options=INDUCTOR_OPTIONS)
+    assert again.hash == first.hash and again.asm == first.asm and again.metadata == first.metadata
+    assert print_module(again.ir) == print_module(first.ir)
+
+
+def test_line_information_follows_the_knob(cache_dir, monkeypatch):
+    source_file = scaled_add.file_name
+    with_lines = triton.compile(inductor_source(), target=GPUTarget("cuda", 80, 32), options=INDUCTOR_OPTIONS)
+    assert f'#line {scaled_add.starting_line_number + 1} "{source_file}"' in with_lines.asm["cuda"]
+    assert ".loc" in with_lines.asm["ptx"]
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    without = triton.compile(inductor_source(), target=GPUTarget("cuda", 80, 32), options=INDUCTOR_OPTIONS)
+    assert without.hash != with_lines.hash
+    assert "#line" not in without.asm["cuda"] and source_file not in without.asm["ptx"]
+
+
+def test_other_backends_are_refused():
+    with pytest.raises(TritonError, match="not for GPUTarget\\(backend='hip'"):
+        triton.compile(inductor_source(), target=GPUTarget("hip", "gfx942", 64))
 
 
 def test_constexpr_keys_by_name_or_index_give_the_same_kernel():

@@ -11,7 +11,7 @@ import tritone.language as tl
 from tests.runtime._modules import load_module
 from tritone import knobs
 from tritone.compiler.compiler import CompiledKernel
-from tritone.runtime.launch import active_target
+from tritone.runtime.launch import launch_site
 
 
 @triton.jit
@@ -29,7 +29,7 @@ def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr = 64, ROWS=2):
 
 
 def cache_entries(kernel) -> int:
-    return len(kernel.device_caches.get(active_target(), {}))
+    return len(kernel.device_caches.get(launch_site(), {}))
 
 
 @pytest.mark.parametrize("n", [1, 100, 1024])

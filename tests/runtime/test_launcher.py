@@ -17,7 +17,7 @@ import torch
 import tritone
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget, KernelOptions
-from tritone.compiler.compiler import ASTSource
+from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.errors import OutOfResources, TritonError
 from tritone.platform import SimulatedLibrary
 from tritone.runtime import launcher as launcher_module
@@ -320,15 +320,11 @@ def test_large_shared_memory_opts_in(gpu):
         LaunchPlan(spec_of([("n", "i32")], shared=240_000), 0, gpu.driver)
 
 
-def test_resource_limits_and_unsupported_launches(gpu):
+def test_resource_limits_and_unsupported_types(gpu):
     with pytest.raises(OutOfResources, match="threads, Required: 1024, Hardware limit: 512"):
         LaunchPlan(spec_of([("n", "i32")], num_warps=32), 0, FakeGPU(max_threads=512).driver)
     with pytest.raises(OutOfResources, match="registers, Required: 262144"):
         LaunchPlan(spec_of([("n", "i32")], num_warps=32), 0, FakeGPU(registers=256).driver)
-    with pytest.raises(TritonError, match="num_ctas=2"):
-        LaunchPlan(spec_of([("n", "i32")], num_ctas=2), 0, gpu.driver)
-    with pytest.raises(TritonError, match="launch_cooperative_grid"):
-        LaunchPlan(spec_of([("n", "i32")], launch_cooperative_grid=True), 0, gpu.driver)
     with pytest.raises(TritonError, match="parameter desc has type tensordesc"):
         LaunchPlan(spec_of([("desc", "tensordesc<fp16[64, 64]>")]), 0, gpu.driver)
 
@@ -481,7 +477,7 @@ class NoCompiler:
 
 def build_ir(source: ASTSource, target: GPUTarget):
     """The module IR of `source` after the frontend passes, as `compile` makes it for 8 warps."""
-    return tritone.compile(source, target, {"num_warps": 8}).ir
+    return make_ir(source, target, {"num_warps": 8})
 
 
 def generated_binary(source: ASTSource, compiler, cache=None):

@@ -1,10 +1,11 @@
 """`compile(ASTSource(...), target, options)` -> `CompiledKernel`: Triton's
 compile API, the path TorchInductor uses, and the one `kernel[grid](...)` uses.
 
-Pipeline: `frontend.ast_to_ir` -> `passes.run_pipeline` -> (CUDA backend, to
-come) . Until the CUDA backend lands, a `CompiledKernel` holds the optimised IR
-(`asm["ttir"]`) and runs on the CPU interpreter; it has no cubin, and loading
-it for a CUDA target raises an error saying so.
+Pipeline: `frontend.ast_to_ir` -> `passes.run_pipeline` (`make_ir`), then for
+a CUDA target `runtime.gpu_compile` (the CUDA backend, NVRTC and the disk
+cache, which skips everything on a hit). A kernel compiled for the interpreter
+target holds its IR and runs on the CPU; one compiled for CUDA holds the
+generated CUDA, PTX and cubin and launches through `runtime.launcher`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from ..errors import TritonError
 
 if TYPE_CHECKING:
     from ..ir.core import Module
+    from ..runtime.gpu_compile import GPUBinary
     from ..runtime.jit import JITFunction
 
 CONSTEXPR = "constexpr"
@@ -100,23 +103,28 @@ def _index_path(fn: JITFunction, key) -> tuple[int, ...]:
 class CompiledKernel:
     """A kernel compiled for one specialization, target and set of options.
 
-    `asm` maps stage names to their text (`"ttir"`: the optimised IR); `kernel`
-    is the GPU binary, None until the CUDA backend exists. `run(gX, gY, gZ,
-    stream, function, packed_metadata, launch_metadata, enter_hook, exit_hook,
-    *args)` takes every parameter in order, constexprs included (skipped)."""
+    `asm` maps stage names to their text: `"ttir"` (the optimised IR) always, and
+    for a CUDA target `"cuda"` (the generated CUDA C++), `"ptx"` and `"cubin"`
+    (bytes; absent when only PTX was compiled, for the driver to JIT). `kernel`
+    is the cubin (None for the interpreter). `ir` is the optimised IR as a
+    Module. `_init_handles()` loads the kernel on the current device (setting
+    `module`, `function`, `n_regs`, `n_spills`, `n_max_threads`); `run(gX, gY,
+    gZ, stream, function, packed_metadata, launch_metadata, enter_hook,
+    exit_hook, *args)` takes every parameter in order, constexprs included
+    (skipped)."""
 
-    def __init__(self, src: ASTSource, ir_module: Module, options: KernelOptions, target: GPUTarget,
-                 kernel_hash: str):
+    def __init__(self, src: ASTSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
+                 asm: dict[str, Any], metadata: dict[str, Any], ir_module: Module | None = None):
         from .. import __tritone_version__, __version__
 
         self.src = src
-        self.ir = ir_module
         self.options = options
         self.target = target
         self.hash = kernel_hash
         self.name = src.name
-        self.asm = {"ttir": _print(ir_module)}
-        self.kernel = None
+        self.asm = asm
+        self.kernel = asm.get("cubin")
+        self._ir = ir_module
         self.metadata_group: dict[str, str] = {}
         fields = {
             **options.as_dict(), "hash": kernel_hash, "target": target, "name": src.name,
@@ -124,27 +132,56 @@ class CompiledKernel:
             "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0,
             "profile_scratch_align": 1, "tensordesc_meta": None,
         }
+        # What the compilation reported (entry, params, shared, num_warps...) wins over the requested options.
+        fields.update((key, value) for key, value in metadata.items() if key.isidentifier() and key[0] != "_")
         self.metadata = namedtuple("KernelMetadata", sorted(fields))(**fields)
-        self.packed_metadata = (options.num_warps, options.num_ctas, 0)
+        self.packed_metadata = (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
         self.runtime_parameters = src.runtime_parameters()
-        self._runtime_indices = [src.fn.arg_names.index(name) for name in self.runtime_parameters]
+        self._plan: Any = None
         self.module = None
         self.function = None
         self.n_regs = self.n_spills = self.n_max_threads = None
 
+    @classmethod
+    def for_interpreter(cls, src: ASTSource, ir_module: Module, options: KernelOptions, target: GPUTarget,
+                        kernel_hash: str) -> CompiledKernel:
+        """A kernel that runs `ir_module` in the CPU interpreter."""
+        return cls(src, options, target, kernel_hash, {"ttir": _print(ir_module)}, {}, ir_module)
+
+    @classmethod
+    def from_binary(cls, src: ASTSource, options: KernelOptions, binary: GPUBinary) -> CompiledKernel:
+        """A kernel of a GPU compilation (`runtime.gpu_compile`)."""
+        return cls(src, options, binary.metadata["target"], binary.hash, dict(binary.asm), dict(binary.metadata))
+
+    @property
+    def ir(self) -> Module:
+        """The optimised IR (before any backend pass), read back from `asm["ttir"]`
+        for a GPU kernel: the CUDA backend rewrites the module it lowers, and a
+        kernel from the disk cache has only the text."""
+        if self._ir is None:
+            from ..ir.parser import parse_module
+
+            self._ir = parse_module(self.asm["ttir"])
+        return self._ir
+
     def _init_handles(self) -> None:
-        """Make the kernel ready to launch (sets `function`, `n_regs`, `n_spills`,
-        `n_max_threads`)."""
-        if self.function is not None:
+        """Make the kernel ready to launch: loaded on the current GPU (or set up
+        for the interpreter). Raises `OutOfResources` when the GPU cannot run it."""
+        if self._plan is not None:
             return
-        if self.target.backend != INTERPRETER_TARGET.backend:
-            raise RuntimeError(
-                f"kernel {self.name} was compiled for {self.target}, but tritone cannot load GPU code yet "
-                "(the CUDA backend is not implemented); compile without a target to run on the CPU interpreter")
-        self.function = self.name
-        self.n_regs = 0
-        self.n_spills = 0
-        self.n_max_threads = 1024
+        if self.target.backend == INTERPRETER_TARGET.backend:
+            from ..runtime.interpreter_launch import InterpreterPlan
+
+            plan: Any = InterpreterPlan(self)
+        else:
+            from ..runtime import cuda_driver
+            from ..runtime.launcher import LaunchSpec, current_device, plan_for
+
+            driver = cuda_driver.driver()
+            plan = plan_for(LaunchSpec.from_kernel(self), current_device(driver), driver)
+        self.module, self.function = plan.module, plan.function
+        self.n_regs, self.n_spills, self.n_max_threads = plan.n_regs, int(plan.n_spills), plan.n_max_threads
+        self._plan = plan
 
     def launch_metadata(self, grid, stream, *args) -> dict | None:
         """What the launch hooks receive, or None when no enter hook is set."""
@@ -160,17 +197,14 @@ class CompiledKernel:
 
     def run(self, grid_0: int, grid_1: int, grid_2: int, stream, function, packed_metadata, launch_metadata,
             enter_hook, exit_hook, *args) -> None:
-        """Launch over the grid with every parameter's value (constexprs included)."""
-        from ..runtime.interpreter_launch import run_on_interpreter
-
-        self._init_handles()
-        if len(args) != len(self.src.fn.arg_names):
-            raise TypeError(f"kernel {self.name} takes {len(self.src.fn.arg_names)} arguments "
-                            f"(constexprs included), got {len(args)}")
+        """Launch over the grid with every parameter's value (constexprs included)
+        on `stream` (None: the current stream). `function` and `packed_metadata`
+        are accepted as Triton's launchers take them; the loaded kernel is used."""
+        if self._plan is None:
+            self._init_handles()
         if enter_hook is not None and launch_metadata is not None:
             enter_hook(launch_metadata)
-        runtime_args = [args[i] for i in self._runtime_indices]
-        run_on_interpreter(self, (grid_0, grid_1, grid_2), runtime_args)
+        self._plan.launch(grid_0, grid_1, grid_2, stream, *args)
         if exit_hook is not None and launch_metadata is not None:
             exit_hook(launch_metadata)
 
@@ -198,30 +232,55 @@ def _print(module: Module) -> str:
     return print_module(module)
 
 
-def compile(src: ASTSource, target: GPUTarget | None = None, options: dict | None = None) -> CompiledKernel:
-    """Compile `src` for `target` (default: where kernels run now) with
-    `options` (keywords of `KernelOptions`; others are ignored, as Triton's
-    backends ignore them).
+def _kernel_options(src: ASTSource, options: dict | KernelOptions | None) -> KernelOptions:
+    if isinstance(options, KernelOptions):
+        return options
+    return KernelOptions.from_dict(dict(options or {}), debug_default=bool(src.fn.debug))
 
-    The result holds the optimised IR in `asm["ttir"]` and runs on the CPU
-    interpreter. GPU code generation (a cubin in `asm`) comes with the CUDA
-    backend; until then a CUDA target compiles the IR but cannot be launched."""
-    from .. import __tritone_version__, knobs
+
+def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
+    """The optimised IR of `src` for `target`: the frontend, then the passes
+    (`options` as for `compile`). What the backends start from."""
+    from .. import knobs
     from ..frontend import ast_to_ir
     from ..passes import run_pipeline
-    from ..runtime.launch import active_target
 
-    if not isinstance(src, ASTSource):
-        raise TypeError(f"compile takes an ASTSource, got {type(src).__name__}")
-    target = target or active_target()
-    kernel_options = options if isinstance(options, KernelOptions) else KernelOptions.from_dict(
-        dict(options or {}), debug_default=bool(src.fn.debug))
+    kernel_options = _kernel_options(src, options)
     signature, constexprs, divisible = src.frontend_inputs()
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
     module = ast_to_ir(src.fn, signature, constexprs, frontend_options)
-    module = run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
+    return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
+
+
+def compile(src: ASTSource, target: GPUTarget | None = None, options: dict | None = None) -> CompiledKernel:
+    """Compile `src` for `target` (default: where kernels run now,
+    `runtime.launch.active_target()`) with `options` (keywords of
+    `KernelOptions`; others are ignored, as Triton's backends ignore them).
+
+    For a CUDA target (`GPUTarget("cuda", 90, 32)`) the result holds the CUDA
+    C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC
+    but no GPU. NVRTC rejecting the generated code raises a `PTXASError`
+    (`runtime.gpu_compile.NVRTCCompileError`). For the interpreter target the
+    result holds the IR and runs on the CPU."""
+    from .. import __tritone_version__
+    from ..runtime.launch import active_target
+
+    if not isinstance(src, ASTSource):
+        raise TypeError(f"compile takes an ASTSource, got {type(src).__name__}")
+    target = target or active_target()
+    kernel_options = _kernel_options(src, options)
+    if target.backend == "cuda":
+        from ..runtime import gpu_compile
+
+        binary = gpu_compile.compile_kernel(src.name, src.hash(), lambda codegen_target: make_ir(
+            src, codegen_target, kernel_options), target, kernel_options)
+        return CompiledKernel.from_binary(src, kernel_options, binary)
+    if target.backend != INTERPRETER_TARGET.backend:
+        raise TritonError(f"kernel {src.name}: tritone compiles for CUDA GPUs (GPUTarget('cuda', arch, 32)) and "
+                          f"for its CPU interpreter, not for {target}")
+    module = make_ir(src, target, kernel_options)
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
-    return CompiledKernel(src, module, kernel_options, target, digest)
+    return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)

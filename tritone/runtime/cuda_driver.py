@@ -49,6 +49,7 @@ _PROTOTYPES: dict[str, list[Any]] = {
     "cuFuncSetAttribute": [c_void_p, _CUenum, c_int32],
     "cuLaunchKernel": [c_void_p, c_uint32, c_uint32, c_uint32, c_uint32, c_uint32, c_uint32, c_uint32, c_void_p,
                        POINTER(c_void_p), POINTER(c_void_p)],
+    "cuLaunchKernelEx": [c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_void_p)],
     "cuMemAlloc_v2": [POINTER(_CUdeviceptr), c_size_t],
     "cuMemFree_v2": [_CUdeviceptr],
     "cuMemcpyHtoD_v2": [_CUdeviceptr, c_void_p, c_size_t],
@@ -97,6 +98,7 @@ class FunctionAttribute(enum.IntEnum):
     PTX_VERSION = 5
     BINARY_VERSION = 6
     MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+    NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 
 
 class PointerAttribute(enum.IntEnum):
@@ -115,6 +117,78 @@ class MemoryType(enum.IntEnum):
     DEVICE = 2
     ARRAY = 3
     UNIFIED = 4
+
+
+class LaunchAttributeID(enum.IntEnum):
+    """CUlaunchAttributeID values tritone sets on `cuLaunchKernelEx` launches."""
+
+    COOPERATIVE = 2
+    CLUSTER_DIMENSION = 4
+    CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5
+    PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+# CUclusterSchedulingPolicy: spread a cluster's blocks over the multiprocessors of its GPC.
+CLUSTER_SCHEDULING_POLICY_SPREAD = 1
+
+
+class LaunchAttributeValue(ctypes.Union):
+    """CUlaunchAttributeValue: a 64-byte union (8-byte aligned, as its pointer members make it)."""
+
+    _fields_ = [("pad", ctypes.c_char * 64), ("align", c_uint64), ("cooperative", c_int32),
+                ("cluster_dim", c_uint32 * 3), ("cluster_scheduling_policy", c_int32),
+                ("programmatic_stream_serialization", c_int32)]
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, padding to 8 bytes, then the value."""
+
+    _fields_ = [("id", c_int32), ("pad", ctypes.c_char * 4), ("value", LaunchAttributeValue)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig, what `cuLaunchKernelEx` reads: grid, block, shared memory,
+    stream and the launch attributes."""
+
+    _fields_ = [("grid_x", c_uint32), ("grid_y", c_uint32), ("grid_z", c_uint32),
+                ("block_x", c_uint32), ("block_y", c_uint32), ("block_z", c_uint32),
+                ("shared_bytes", c_uint32), ("stream", c_void_p), ("attributes", POINTER(LaunchAttribute)),
+                ("attribute_count", c_uint32)]
+
+
+def launch_attributes(*, cooperative: bool = False, programmatic_stream_serialization: bool = False,
+                      cluster_size: int = 1) -> ctypes.Array:
+    """The attributes of a `cuLaunchKernelEx` launch: a cooperative grid (all blocks
+    resident at once), programmatic stream serialization (`launch_pdl`: the kernel
+    may start before the previous one on its stream ends), and for `cluster_size`
+    > 1 thread-block clusters of that many blocks along x, spread over the GPU."""
+    wanted: list[tuple[LaunchAttributeID, Any]] = []
+    if programmatic_stream_serialization:
+        wanted.append((LaunchAttributeID.PROGRAMMATIC_STREAM_SERIALIZATION, 1))
+    if cooperative:
+        wanted.append((LaunchAttributeID.COOPERATIVE, 1))
+    if cluster_size != 1:
+        wanted.append((LaunchAttributeID.CLUSTER_DIMENSION, (cluster_size, 1, 1)))
+        wanted.append((LaunchAttributeID.CLUSTER_SCHEDULING_POLICY_PREFERENCE, CLUSTER_SCHEDULING_POLICY_SPREAD))
+    attributes = (LaunchAttribute * len(wanted))()
+    for attribute, (which, value) in zip(attributes, wanted):
+        attribute.id = which
+        if which == LaunchAttributeID.CLUSTER_DIMENSION:
+            attribute.value.cluster_dim[:] = value
+        else:
+            # Every other attribute set here is one 32-bit int at the start of the union.
+            attribute.value.cooperative = value
+    return attributes
+
+
+def launch_config(grid: Sequence[int], block: Sequence[int], shared_bytes: int, stream: int,
+                  attributes: ctypes.Array | None = None) -> LaunchConfig:
+    """A `LaunchConfig`; it points at `attributes`, which must outlive it."""
+    config = LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream)
+    if attributes is not None and len(attributes):
+        config.attributes = ctypes.cast(attributes, POINTER(LaunchAttribute))
+        config.attribute_count = len(attributes)
+    return config
 
 
 class JitOption(enum.IntEnum):
@@ -218,6 +292,7 @@ class CudaDriver:
         self.path = path
         self._library = library
         self._functions: dict[str, Any] = {}
+        self._raw_functions: dict[str, Any] = {}
 
     def function(self, name: str) -> Any:
         """The foreign function `name` with its prototype set; for hot paths such as
@@ -233,6 +308,26 @@ class CudaDriver:
             function.restype = c_int32
             self._functions[name] = function
         return function
+
+    def raw_function(self, name: str) -> Any:
+        """The C function `name` without argument types, for hot paths: a call skips
+        ctypes' per-argument conversion. Callers pass only ctypes values of the exact
+        C types, and Python ints only where the C type is a 32-bit int; the result is
+        the CUresult, to check with `check`. A stand-in library without item access
+        (a simulated driver) gives its function as is."""
+        raw = self._raw_functions.get(name)
+        if raw is None:
+            prototyped = self.function(name)  # raises when the driver lacks the function
+            try:
+                # Item access on a ctypes library makes a new function object each time,
+                # so clearing its argtypes leaves the prototyped one untouched.
+                raw = self._library[name]
+            except TypeError:
+                raw = prototyped
+            else:
+                raw.restype = c_int32
+            self._raw_functions[name] = raw
+        return raw
 
     def check(self, call: str, code: int, detail: str = "") -> None:
         """Raise `CudaError` for `call` unless `code` is CUDA_SUCCESS."""
@@ -389,6 +484,12 @@ class CudaDriver:
         `parameters` is a ctypes array of `c_void_p`, each pointing at one argument's value."""
         self._call("cuLaunchKernel", function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                    shared_bytes, stream, parameters, None)
+
+    def launch_kernel_ex(self, function: int, grid: Sequence[int], block: Sequence[int], shared_bytes: int,
+                         stream: int, parameters: Any, attributes: ctypes.Array | None = None) -> None:
+        """Launch through `cuLaunchKernelEx` with launch `attributes` (from `launch_attributes`)."""
+        config = launch_config(grid, block, shared_bytes, stream, attributes)
+        self._call("cuLaunchKernelEx", byref(config), function, parameters, None)
 
     def occupancy_max_active_blocks(self, function: int, block_size: int, dynamic_shared_bytes: int = 0) -> int:
         """How many blocks of `block_size` threads fit on one multiprocessor at once."""

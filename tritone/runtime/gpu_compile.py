@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from .. import knobs
 from ..backends.compiler import GPUTarget, KernelOptions
+from ..errors import PTXASError
 from ..ir.core import Module
 from ..ir.printer import print_module
 from . import cuda_driver, libs
@@ -77,9 +78,13 @@ def select_toolchain(target: GPUTarget, *, forced: bool = False) -> Toolchain:
     return Toolchain(choice.nvrtc, int(target.arch), forced)
 
 
-def cache_key(src_hash: str, options: KernelOptions, target: GPUTarget, toolchain: Toolchain) -> str:
+def cache_key(src_hash: str, options: KernelOptions, target: GPUTarget, toolchain: Toolchain, *,
+              line_info: bool = True) -> str:
     """The compiled kernel's hash and cache key: 32 hex digits (128 bits) of a sha256."""
-    text = "\n".join([triton_key(), src_hash, options.hash(), repr(target), toolchain.key])
+    parts = [triton_key(), src_hash, options.hash(), repr(target), toolchain.key]
+    if not line_info:
+        parts.append("no line info")
+    text = "\n".join(parts)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_DIGITS]
 
 
@@ -97,14 +102,29 @@ class GPUBinary:
     from_cache: bool
 
 
-def nvrtc_options(options: KernelOptions, generated: Mapping[str, Any]) -> list[str]:
+class NVRTCCompileError(NVRTCError, PTXASError):
+    """NVRTC rejected a kernel's generated code. An `NVRTCError` carrying NVRTC's
+    log, and a `PTXASError` (what Triton raises when its assembler fails), so that
+    the autotuner skips the config."""
+
+
+def nvrtc_options(options: KernelOptions, generated: Mapping[str, Any], *, line_info: bool = True) -> list[str]:
     """NVRTC's command line for a kernel compiled with `options`, plus those the
-    code generator asks for (`metadata["nvrtc_options"]`)."""
-    flags = [f"--fmad={'true' if options.enable_fp_fusion else 'false'}", "--generate-line-info"]
+    code generator asks for (`metadata["nvrtc_options"]`). `line_info` asks for
+    the source line table profilers and error reports read."""
+    flags = [f"--fmad={'true' if options.enable_fp_fusion else 'false'}"]
+    if line_info:
+        flags.append("--generate-line-info")
     if options.maxnreg is not None:
         flags.append(f"--maxrregcount={options.maxnreg}")
     flags.extend(generated.get("nvrtc_options", ()))
     return flags
+
+
+def without_line_directives(source: str) -> str:
+    """`source` without its `#line` directives, which point the CUDA code at the
+    kernel's Python lines."""
+    return "".join(line for line in source.splitlines(keepends=True) if not line.lstrip().startswith("#line "))
 
 
 def _cuda_generator() -> Generator:
@@ -121,7 +141,7 @@ _DEFAULT: Any = object()
 def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Module], target: GPUTarget,
                    options: KernelOptions, *, toolchain: Toolchain | None = None,
                    cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
-                   always_compile: bool | None = None) -> GPUBinary:
+                   always_compile: bool | None = None, line_info: bool | None = None) -> GPUBinary:
     """Compile kernel `name` for `target`, or take it from the cache.
 
     `src_hash` identifies the source and specialization (`ASTSource.hash()`);
@@ -129,12 +149,14 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     code is generated for the architecture NVRTC compiles for, which is older
     than `target` when the toolchain falls back to PTX. Defaults: the toolchain
     of `select_toolchain`, the cache of TRITON_CACHE_DIR (None: no disk cache),
-    the CUDA backend's `generate_cuda`, and TRITON_ALWAYS_COMPILE (skip cache
-    reads, still write). NVRTC failures raise `NVRTCError` naming the kernel."""
+    the CUDA backend's `generate_cuda`, TRITON_ALWAYS_COMPILE (skip cache reads,
+    still write) and line information unless TRITON_DISABLE_LINE_INFO is set.
+    NVRTC failures raise `NVRTCCompileError` naming the kernel."""
     toolchain = toolchain or select_toolchain(target, forced=knobs.nvidia.target is not None)
     cache = default_cache() if cache is _DEFAULT else cache
     always_compile = knobs.compilation.always_compile if always_compile is None else always_compile
-    key = cache_key(src_hash, options, target, toolchain)
+    line_info = not knobs.compilation.disable_line_info if line_info is None else line_info
+    key = cache_key(src_hash, options, target, toolchain, line_info=line_info)
     if cache is not None and not always_compile:
         entry = cache.get(key, name)
         if entry is not None and _usable(entry.files, entry.metadata):
@@ -144,19 +166,24 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     module = build_ir(codegen_target)
     ttir = print_module(module)
     source, entry_name, generated = (generate or _cuda_generator())(module, toolchain.arch, options)
+    if not line_info:
+        source = without_line_directives(source)
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
-                                            options=nvrtc_options(options, generated),
+                                            options=nvrtc_options(options, generated, line_info=line_info),
                                             arch_suffix=generated.get("arch_suffix", ""))
     except NVRTCError as error:
         where = _keep_failed_source(cache, key, name, source)
-        raise NVRTCError(f"kernel {name}: {error.message}" + (f"\nthe generated CUDA is in {where}" if where else ""),
-                         log=error.log, call=error.call, code=error.code) from None
+        raise NVRTCCompileError(
+            f"kernel {name}: {error.message}" + (f"\nthe generated CUDA is in {where}" if where else ""),
+            log=error.log, call=error.call, code=error.code) from None
 
     metadata = {
         **{k: v for k, v in generated.items() if k not in ("nvrtc_options",)},
         "name": name, "entry": entry_name, "num_warps": int(generated.get("num_warps", options.num_warps)),
-        "num_ctas": options.num_ctas,
+        # Blocks per program as the generated code runs them (a cluster when above 1),
+        # which is what launchers must launch; the num_ctas option is a request.
+        "num_ctas": int(generated.get("num_ctas", 1)),
         "shared": int(generated.get("shared", 0)), "hash": key,
         "target": [target.backend, target.arch, target.warp_size],
         "nvrtc": f"{result.nvrtc_version[0]}.{result.nvrtc_version[1]}", "compiled_for": result.target,

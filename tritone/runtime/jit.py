@@ -208,6 +208,57 @@ def _source_from_def(fn: Callable) -> tuple[str, int]:
     return src, first_line + def_index
 
 
+class DeviceCaches(dict):
+    """`JITFunction.device_caches`: launch site `(target, device)` -> {key:
+    CompiledKernel}. `for_site` remembers the site it answered last, so that
+    launches on the same device skip hashing the site (a dataclass, hashed in
+    Python); any change to the mapping forgets it."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._last: tuple[Any, dict | None] = (None, None)
+
+    def for_site(self, site: Any) -> dict:
+        """The kernels of `site` (an empty dict, added, when there are none yet)."""
+        last_site, kernels = self._last
+        if last_site is site:
+            return kernels
+        kernels = self.get(site)
+        if kernels is None:
+            kernels = self.setdefault(site, {})
+        self._last = (site, kernels)
+        return kernels
+
+    def _forget(self) -> None:
+        self._last = (None, None)
+
+    def __setitem__(self, key, value) -> None:
+        self._forget()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self._forget()
+        super().__delitem__(key)
+
+    def clear(self) -> None:
+        self._forget()
+        super().clear()
+
+    def pop(self, *args):
+        self._forget()
+        return super().pop(*args)
+
+    def popitem(self):
+        self._forget()
+        return super().popitem()
+
+    def update(self, *args, **kwargs) -> None:
+        self._forget()
+        super().update(*args, **kwargs)
+
+
 class _CacheKeyWalk(threading.local):
     """Kernels whose cache key is being computed on this thread (guards recursion)."""
 
@@ -264,8 +315,8 @@ class JITFunction(KernelInterface[T]):
         self.params = params
         self.constexprs = [p.num for p in params if p.is_constexpr]
 
-        # device -> {specialization key: CompiledKernel}; filled by the launcher.
-        self.device_caches: dict[Any, dict] = {}
+        # (target, device) -> {specialization key: CompiledKernel}; filled by the launcher.
+        self.device_caches = DeviceCaches()
         self.pre_run_hooks: list[Callable] = []
         self._cache_key: str | None = None
         # (name, id(globals dict)) -> (value, globals dict) of the constexpr globals the kernel reads.
@@ -355,12 +406,33 @@ class JITFunction(KernelInterface[T]):
     def run(self, *args, grid, warmup: bool, **kwargs):
         """Bind, specialise, compile when not cached, and (unless `warmup`) run.
         Returns the `CompiledKernel`."""
-        from .launch import launch
+        return _launch_function()(self, args, kwargs, grid=grid, warmup=warmup)
 
-        return launch(self, args, kwargs, grid=grid, warmup=warmup)
+    def __getitem__(self, grid) -> T:
+        """`kernel[grid]`: a launcher bound to `grid` that goes straight to the
+        launch path (a subclass overriding `run` gets `run` called, as Triton's
+        KernelInterface does)."""
+        if type(self).run is not JITFunction.run:
+            return super().__getitem__(grid)
+        launch = _launch_function()
+        return lambda *args, **kwargs: launch(self, args, kwargs, grid=grid, warmup=False)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.module}:{self.__qualname__})"
+
+
+_launch: Callable[..., Any] | None = None
+
+
+def _launch_function() -> Callable[..., Any]:
+    """`runtime.launch.launch`, imported on first use (it imports the compiler,
+    which imports this module) and kept, since every launch goes through it."""
+    global _launch
+    if _launch is None:
+        from .launch import launch
+
+        _launch = launch
+    return _launch
 
 
 def _global_references(src: str, parameters: set[str]) -> list[str]:

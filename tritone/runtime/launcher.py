@@ -6,7 +6,10 @@ A `LaunchPlan` is that spec loaded on one device: the `CUfunction`, one ctypes
 value per run-time parameter allocated once, the array of their addresses that
 `cuLaunchKernel` reads, and a launch function generated once with `exec` for
 this parameter list. A launch writes each argument into its slot and calls
-`cuLaunchKernel`; nothing is allocated per call.
+`cuLaunchKernel`; nothing is allocated per call. Kernels launched as thread
+block clusters (`num_ctas` > 1), as cooperative grids or with programmatic
+stream serialization (`launch_pdl`) go through `cuLaunchKernelEx` with those
+launch attributes.
 
 Arguments: pointers are a tensor (`data_ptr()`), an object with
 `__cuda_array_interface__` (CuPy, Numba), an int address or None (null); a tensor
@@ -29,7 +32,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OutOfResources, TritonError
-from .cuda_driver import CudaDriver, CudaError, DeviceAttribute, FunctionAttribute, PointerAttribute
+from .cuda_driver import (
+    CudaDriver,
+    CudaError,
+    DeviceAttribute,
+    FunctionAttribute,
+    LaunchConfig,
+    PointerAttribute,
+    launch_attributes,
+    launch_config,
+)
 from .jit import TensorWrapper
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -82,7 +94,10 @@ class LaunchSpec:
     """What launching one compiled kernel takes. `name` is the kernel's Python
     name (for messages), `entry` its symbol in the binary, `image` the cubin, or
     the PTX text when `is_ptx` (the driver compiles it at load), `shared` the
-    dynamic shared memory in bytes, `hash` the compiled kernel's hash."""
+    dynamic shared memory in bytes, `hash` the compiled kernel's hash.
+    `num_ctas` is the number of blocks one program runs on: above 1 each program
+    is a thread block cluster of that many blocks along x, and a grid of X
+    programs launches X * num_ctas blocks."""
 
     name: str
     entry: str
@@ -326,12 +341,8 @@ class LaunchPlan:
         self.spec = spec
         self.device = device
         self.driver = driver
-        if spec.num_ctas != 1:
-            raise TritonError(f"kernel {spec.name}: num_ctas={spec.num_ctas} (thread block clusters) is not "
-                              "supported by tritone's launcher yet; use num_ctas=1")
-        if spec.launch_pdl or spec.launch_cooperative_grid:
-            raise TritonError(f"kernel {spec.name}: launch_pdl and launch_cooperative_grid are not supported by "
-                              "tritone's launcher yet")
+        if not isinstance(spec.num_ctas, int) or spec.num_ctas < 1:
+            raise TritonError(f"kernel {spec.name}: num_ctas must be a positive integer, got {spec.num_ctas!r}")
         self.storage, converters = _allocate_storage(spec)
         written = tuple(ctypes.sizeof(value) for value in self.storage)
         if spec.argument_bytes is not None and spec.argument_bytes != written:
@@ -350,8 +361,47 @@ class LaunchPlan:
         self._call_arguments = (ctypes.c_void_p(self.function), ctypes.c_uint32(spec.block_size),
                                 ctypes.c_uint32(1), ctypes.c_uint32(spec.shared))
         self._stream_slot = ctypes.c_void_p()
-        self._launch_call = _unprototyped(driver.function("cuLaunchKernel"))
+        self._launch_call = driver.raw_function("cuLaunchKernel")
+        self._config = self._extended_launch_config()
+        self._config_address = None if self._config is None else ctypes.c_void_p(ctypes.addressof(self._config))
         self.launch = self._generate_launch(converters)
+
+    @property
+    def uses_launch_attributes(self) -> bool:
+        """Whether launches go through `cuLaunchKernelEx` with attributes (clusters,
+        cooperative grid, programmatic stream serialization)."""
+        spec = self.spec
+        return spec.num_ctas != 1 or spec.launch_pdl or spec.launch_cooperative_grid
+
+    def _extended_launch_config(self) -> LaunchConfig | None:
+        """The `cuLaunchKernelEx` configuration, allocated once (grid and stream are
+        written per launch), or None where plain `cuLaunchKernel` does."""
+        spec = self.spec
+        if not self.uses_launch_attributes:
+            return None
+        if spec.num_ctas > 8:
+            # Clusters of more than 8 blocks are "non-portable": the kernel must opt in.
+            self.driver.set_function_attribute(self.function, FunctionAttribute.NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+        self._attributes = launch_attributes(cooperative=spec.launch_cooperative_grid,
+                                             programmatic_stream_serialization=spec.launch_pdl,
+                                             cluster_size=spec.num_ctas)
+        self._launch_ex_call = self.driver.raw_function("cuLaunchKernelEx")
+        return launch_config((1, 1, 1), (spec.block_size, 1, 1), spec.shared, 0, self._attributes)
+
+    def _launch_with_attributes(self, grid_x: Any, grid_y: Any, grid_z: Any) -> int:
+        """One `cuLaunchKernelEx` launch over the grid (x counts programs: with
+        clusters, each is `num_ctas` blocks) on the stream in the stream slot."""
+        spec, config = self.spec, self._config
+        if not check_grid(spec.name, grid_x, grid_y, grid_z):
+            return 0
+        blocks_x = operator.index(grid_x) * spec.num_ctas
+        if blocks_x > MAX_GRID[0]:
+            check_grid(spec.name, blocks_x, grid_y, grid_z)  # raises, naming the limit
+        config.grid_x = blocks_x
+        config.grid_y = operator.index(grid_y)
+        config.grid_z = operator.index(grid_z)
+        config.stream = self._stream_slot.value
+        return self._launch_ex_call(self._config_address, self._call_arguments[0], self.parameters, None)
 
     def _load(self) -> tuple[int, int]:
         module = self.driver.module_load_data_ex(self.spec.image)
@@ -396,6 +446,7 @@ class LaunchPlan:
             f"{prefix}pointer": self._pointer,
             f"{prefix}argument_error": self._argument_error,
             f"{prefix}launch_converted": self._launch_converted,
+            f"{prefix}launch_ex": self._launch_with_attributes,
             f"{prefix}failed": self._launch_failed,
             f"{prefix}ArgumentError": ctypes.ArgumentError,
         }
@@ -407,6 +458,16 @@ class LaunchPlan:
         body.append(f"{prefix}stream_slot.value = {prefix}stream")
         values = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
         grid = f"{prefix}x, {prefix}y, {prefix}z"
+        if self._config is None:
+            call = [
+                "        try:",
+                f"            {prefix}code = {prefix}launch({prefix}function, {grid}, {prefix}block, {prefix}one, "
+                f"{prefix}one, {prefix}shared, {prefix}stream_slot, {prefix}params, None)",
+                f"        except {prefix}ArgumentError:",
+                f"            {prefix}code = {prefix}launch_converted({grid})",
+            ]
+        else:
+            call = [f"        {prefix}code = {prefix}launch_ex({grid})"]
         lines = [
             f"def {_identifier(spec.name)}({grid}, {prefix}stream, {', '.join(names)}):",
             f"    if not (0 < {prefix}x <= {MAX_GRID[0]} and 0 < {prefix}y <= {MAX_GRID[1]} "
@@ -420,11 +481,7 @@ class LaunchPlan:
             *(f"            {line}" for line in body),
             f"        except Exception as {prefix}error:",
             f"            {prefix}argument_error({prefix}error, {values}, {prefix}stream)",
-            "        try:",
-            f"            {prefix}code = {prefix}launch({prefix}function, {grid}, {prefix}block, {prefix}one, "
-            f"{prefix}one, {prefix}shared, {prefix}stream_slot, {prefix}params, None)",
-            f"        except {prefix}ArgumentError:",
-            f"            {prefix}code = {prefix}launch_converted({grid})",
+            *call,
             f"        if {prefix}code:",
             f"            {prefix}failed({prefix}code, {grid})",
         ]
@@ -460,6 +517,8 @@ class LaunchPlan:
 
     def _launch_converted(self, grid_x: Any, grid_y: Any, grid_z: Any) -> int:
         """Launch with grid dimensions that are integers of another type (numpy's)."""
+        if self._config is not None:
+            return self._launch_with_attributes(grid_x, grid_y, grid_z)
         check_grid(self.spec.name, grid_x, grid_y, grid_z)
         function, block, one, shared = self._call_arguments
         return self._launch_call(function, operator.index(grid_x), operator.index(grid_y), operator.index(grid_z),
@@ -472,21 +531,9 @@ class LaunchPlan:
         if code in _CONTEXT_ERRORS:
             self.driver.context_set_current(self.context)
             code = self._launch_converted(grid_x, grid_y, grid_z)
-        self.driver.check("cuLaunchKernel", code,
+        self.driver.check("cuLaunchKernel" if self._config is None else "cuLaunchKernelEx", code,
                           f"kernel {spec.name}: grid ({grid_x}, {grid_y}, {grid_z}), {spec.block_size} threads "
                           f"per block, {spec.shared} bytes of shared memory, on cuda:{self.device}")
-
-
-def _unprototyped(function: Any) -> Any:
-    """A second handle on the same C function without `argtypes`, so that calls
-    skip ctypes' per-argument conversion (about a fifth of a launch's host time).
-    Its callers pass only ctypes values of the exact C types, and Python ints below
-    2**31 where the C type is 32 bits wide. A stand-in (a simulated driver) is used as is."""
-    if not isinstance(function, ctypes._CFuncPtr):
-        return function
-    raw = type(function)(ctypes.cast(function, ctypes.c_void_p).value)
-    raw.restype = ctypes.c_int32
-    return raw
 
 
 def _identifier(name: str) -> str:
