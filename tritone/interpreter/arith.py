@@ -289,7 +289,7 @@ def cast_function(src, dst, mode: str = "rn") -> Impl:
         if src.is_int():
             return _int_to_float(src, dst)
         return lambda x: V.round_value(x, dst, mode)[()]
-    return _float_to_int(dst)
+    return _float_to_int(src, dst)
 
 
 def _int_to_float(src, dst) -> Impl:
@@ -311,7 +311,7 @@ def _int_to_float(src, dst) -> Impl:
     return convert
 
 
-def _float_to_int(dst) -> Impl:
+def _float_to_int(src, dst) -> Impl:
     bits = dst.primitive_bitwidth
     signed = dst.is_int_signed()
     vdt = V.value_dtype(dst)
@@ -321,14 +321,19 @@ def _float_to_int(dst) -> Impl:
     lo = -(2 ** (sat_bits - 1)) if signed else 0
     hi = 2 ** (sat_bits - 1) - 1 if signed else 2 ** sat_bits - 1
     wide = V.signed_dtype(sat_bits) if signed else V.unsigned_dtype(sat_bits)
+    # NaN gives 0 for the 32-bit conversion unit (fp32 or narrower to at most 32
+    # bits); the 64-bit paths give the pattern 0x80..0 of the saturation width
+    # (measured on an H200: fp32 -> i64 is INT64_MIN, fp64 -> u32 is 0x80000000).
+    nan_value = 0 if src.primitive_bitwidth <= 32 and bits <= 32 else 1 << (sat_bits - 1)
 
     def convert(x):
-        return saturating_float_to_int(x, lo, hi, wide).astype(vdt)[()]
+        return saturating_float_to_int(x, lo, hi, wide, nan_value).astype(vdt)[()]
     return convert
 
 
-def saturating_float_to_int(x, lo: int, hi: int, wide: np.dtype) -> np.ndarray:
-    """Truncate toward zero and saturate to [lo, hi] (a range of `wide`); NaN -> 0."""
+def saturating_float_to_int(x, lo: int, hi: int, wide: np.dtype, nan_bits: int = 0) -> np.ndarray:
+    """Truncate toward zero and saturate to [lo, hi] (a range of `wide`); NaN gives
+    the bit pattern `nan_bits` in `wide`."""
     t = np.trunc(np.asarray(x, dtype=np.float64))
     too_low = t <= float(lo)
     too_high = t >= float(hi)
@@ -337,6 +342,8 @@ def saturating_float_to_int(x, lo: int, hi: int, wide: np.dtype) -> np.ndarray:
     out = inside.astype(wide)
     out = np.where(too_low, wide.type(lo), out)
     out = np.where(too_high, wide.type(hi), out)
+    if nan_bits:
+        out = np.where(nan, np.array(nan_bits, dtype=np.uint64).astype(wide), out)
     return out.astype(wide)
 
 
