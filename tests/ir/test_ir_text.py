@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from tritone.backends.cuda.layouts import BlockedLayout
 from tritone.ir import parse_module, print_function, print_module, print_op, verify
 from tritone.ir.core import Builder, Function, Location, Module, Region
 from tritone.ir.ops import OP_SPECS
@@ -119,6 +120,8 @@ def build_kernel_module() -> Module:
     eb.create("yield", [called.result])
     fb.create("yield", [branch.result])
 
+    # The GPU passes' op: the same block in a layout.
+    b.create_value("convert_layout", [x], V16F.with_layout(BlockedLayout((1,), (32,), (4,), (0,))))
     b.create("print", [loop.result, x], [], {"prefix": " x: \"q\"\n", "hex": False})
     b.create("assert", [mask], [], {"msg": "x out of range"})
     b.create("barrier")

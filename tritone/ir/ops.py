@@ -167,6 +167,8 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("print", 0, None, 0, {"prefix": _optional(_STR), "hex": _optional(_BOOL)}, effect=WRITE),
         OpSpec("assert", 1, 1, 0, {"msg": _optional(_STR)}, effect=WRITE),
         OpSpec("barrier", 0, 0, 0, effect=WRITE),
+        # layouts (after the GPU layout pass)
+        OpSpec("convert_layout", 1, 1, 1),
     ]
     return {spec.name: spec for spec in specs}
 

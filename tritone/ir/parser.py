@@ -4,6 +4,10 @@
 attributes, locations and value names, so that printing it again gives the
 same text. `//` starts a comment that runs to the end of the line (so IR
 dumps with their header lines parse).
+
+Block types with a layout, `<64xfp32, BlockedLayout(...)>`, read their layout
+with the CUDA backend's `layouts.parse_layout`, imported when the first such
+type is met (tritone.ir does not import the backend otherwise).
 """
 
 from __future__ import annotations
@@ -110,21 +114,32 @@ class _Parser:
     def type(self) -> dtype:
         self.skip_space()
         start = self.pos
-        if self.text.startswith("<", start):
-            depth, i = 0, start
-            while i < len(self.text):
-                depth += {"<": 1, ">": -1}.get(self.text[i], 0)
-                i += 1
-                if depth == 0:
-                    break
-            text = self.text[start:i]
-            self.pos = i
-        else:
+        if not self.text.startswith("<", start):
             text = self.match(_SCALAR_TYPE, "a type")
+            try:
+                return parse_type(text)
+            except (ValueError, TypeError) as exc:
+                raise self.error(f"bad type {text!r}: {exc}", start) from None
+        depth, i = 0, start
+        while i < len(self.text):
+            depth += {"<": 1, ">": -1}.get(self.text[i], 0)
+            i += 1
+            if depth == 0:
+                break
+        text = self.text[start:i]
+        self.pos = i
+        # `<shape x element, layout>`: the shape and element hold no comma.
+        block_text, comma, layout_text = text[1:-1].partition(",")
         try:
-            return parse_type(text)
+            block = parse_type(f"<{block_text}>")
         except (ValueError, TypeError) as exc:
             raise self.error(f"bad type {text!r}: {exc}", start) from None
+        if not comma:
+            return block
+        try:
+            return block.with_layout(_parse_layout(layout_text))
+        except (ValueError, TypeError) as exc:
+            raise self.error(f"bad layout in type {text!r}: {exc}", start) from None
 
     def type_list(self) -> list[dtype]:
         self.expect("(")
@@ -150,6 +165,8 @@ class _Parser:
                     items.append(self.attr_value())
                 self.expect("]")
             return tuple(items)
+        if self.peek("{"):
+            return self.attr_dict(int_keys=True)
         if self.accept("-inf"):
             return float("-inf")
         m = _FLOAT.match(self.text, self.pos)
@@ -186,14 +203,23 @@ class _Parser:
         finally:
             self.pos = saved
 
-    def attr_dict(self) -> dict[str, Any]:
+    def attr_dict(self, int_keys: bool = False) -> dict[Any, Any]:
+        """`{key = value, ...}`; keys are names or quoted strings, and also ints
+        with `int_keys` (dict-valued attributes)."""
         self.expect("{")
-        attrs: dict[str, Any] = {}
+        attrs: dict[Any, Any] = {}
         if self.accept("}"):
             return attrs
         while True:
+            self.skip_space()
             key_pos = self.pos
-            key = self.string() if self.peek('"') else self.match(_SYMBOL, "an attribute name")
+            key: Any
+            if self.peek('"'):
+                key = self.string()
+            elif int_keys and _INT.match(self.text, self.pos):
+                key = int(self.match(_INT, "an integer key"))
+            else:
+                key = self.match(_SYMBOL, "an attribute name")
             if key in attrs:
                 raise self.error(f"attribute {key!r} given twice", key_pos)
             self.expect("=")
@@ -356,6 +382,13 @@ class _Parser:
         if module.entry and module.entry not in module.functions:
             raise self.error(f"entry function @{module.entry} is not defined")
         return module
+
+
+def _parse_layout(text: str) -> Any:
+    """The layout object written as `text` (a CUDA backend layout)."""
+    from tritone.backends.cuda.layouts import parse_layout
+
+    return parse_layout(text)
 
 
 def parse_module(text: str) -> Module:

@@ -14,7 +14,10 @@
 Values print as `%hint` when the hint (sanitised) is unique in the function,
 else as `%N` numbered in program order. Attribute values: ints, floats
 (`repr`, `inf`, `-inf`, `nan`), `true`/`false`, double-quoted strings,
-`none`, types `!fp32`, tuples `[a, b]`.
+`none`, types `!fp32` (block types with their layout:
+`!<64xfp32, BlockedLayout(...)>`), tuples `[a, b]`, and dicts written like
+an attribute dictionary whose keys are names, quoted strings or ints:
+`{0 = {divisibility = 16}}`.
 """
 
 from __future__ import annotations
@@ -120,18 +123,25 @@ def format_attr_value(value: Any) -> str:
         return "!" + format_type(value)
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_format_key(k)} = {format_attr_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"attribute value {value!r} of type {type(value).__name__} has no text form")
+
+
+def _format_key(key: Any) -> str:
+    """A dictionary key: a bare name, a quoted string, or (in dict values) an int."""
+    if isinstance(key, str):
+        return key if _IDENT.match(key) else json.dumps(key)
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(int(key))
+    raise TypeError(f"attribute dictionary key {key!r} of type {type(key).__name__} has no text form")
 
 
 def format_attrs(attrs: dict[str, Any]) -> str:
     """`{k = v, ...}`, or "" for no attributes."""
     if not attrs:
         return ""
-    items = []
-    for key, value in attrs.items():
-        key_text = key if _IDENT.match(key) else json.dumps(key)
-        items.append(f"{key_text} = {format_attr_value(value)}")
-    return "{" + ", ".join(items) + "}"
+    return format_attr_value(attrs)
 
 
 def format_loc(loc: Location) -> str:

@@ -6,11 +6,18 @@ result counts, attributes, regions and their terminators; SSA dominance
 one; region arguments are visible only inside their region); and the type
 rules of the common ops. The first problem raises `IRVerificationError`
 naming the function, the op (printed) and what is wrong.
+
+Block types may carry a layout (after the GPU layout pass, docs/IR.md
+"Layouts and the GPU ops"). The type rules compare shapes and element types;
+layouts are compared only where docs/IR.md says values share one (elementwise
+ops, scans, memory ops, carried values, broadcast) or derive one from another
+(expand_dims, reduce), and `convert_layout` may change nothing but the layout.
+IR before the layout pass (no layouts anywhere) meets those rules trivially.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -42,6 +49,28 @@ def _shaped(element: dtype, shape: tuple) -> dtype:
     return block_type(element, shape) if shape else element
 
 
+def _layout(ty: dtype) -> Any:
+    """The layout of a block type (None for scalars and blocks without one)."""
+    return ty.layout if ty.is_block() else None
+
+
+def _plain(ty: dtype) -> dtype:
+    """`ty` without its layout: what the rules compare where layouts may differ."""
+    return block_type(ty.scalar, ty.shape) if _layout(ty) is not None else ty
+
+
+def _slice_layout(dim: int, parent: Any) -> Any:
+    """`SliceLayout(dim, parent)`, the layout docs/IR.md derives for expand_dims
+    operands and reduce results (None when `parent` is None: no layouts yet)."""
+    if parent is None:
+        return None
+    # Layouts exist only once the CUDA backend has run, so it is imported by then;
+    # importing it here keeps tritone.ir free of the backend at import time.
+    from tritone.backends.cuda.layouts import SliceLayout
+
+    return SliceLayout(dim, parent)
+
+
 def _types(values: list[Value]) -> list[dtype]:
     return [v.type for v in values]
 
@@ -53,6 +82,24 @@ def _fmt(types: list[dtype]) -> str:
 def _expect_type(what: str, actual: dtype, expected: dtype) -> None:
     if actual != expected:
         _fail(f"{what} has type {actual}, expected {expected}")
+
+
+def _expect_shaped(what: str, actual: dtype, expected: dtype) -> None:
+    """`actual` has the shape and element type of `expected`, in any layout."""
+    if _plain(actual) != _plain(expected):
+        _fail(f"{what} has type {actual}, expected {_plain(expected)} (in any layout)")
+
+
+def _expect_layout(what: str, actual: dtype, expected: Any) -> None:
+    if _layout(actual) != expected:
+        _fail(f"{what} has type {actual}, expected the layout {expected}")
+
+
+def _expect_one_layout(what: str, types: list[dtype]) -> None:
+    """The blocks among `types` share one layout."""
+    layouts = {_layout(t) for t in types if t.is_block()}
+    if len(layouts) > 1:
+        _fail(f"{what} {_fmt(types)} must share one layout")
 
 
 def _expect_types(what: str, actual: list[dtype], expected: list[dtype]) -> None:
@@ -105,14 +152,14 @@ def _check_cmp(op: Operation) -> None:
     a, b = _types(op.operands)
     if a != b:
         _fail(f"operands have different types {a} and {b}")
-    _expect_type("the result", op.results[0].type, _shaped(int1, _shape(a)))
+    _expect_type("the result", op.results[0].type, a.with_element_ty(int1))
 
 
 def _check_select(op: Operation) -> None:
     cond, a, b = _types(op.operands)
     if a != b:
         _fail(f"the two choices have different types {a} and {b}")
-    _expect_type("the condition", cond, _shaped(int1, _shape(a)))
+    _expect_type("the condition", cond, a.with_element_ty(int1))
     _expect_type("the result", op.results[0].type, a)
 
 
@@ -122,6 +169,7 @@ def _check_addptr(op: Operation) -> None:
         _fail(f"the first operand must be a pointer, got {ptr}")
     if not offset.scalar.is_int() or _shape(offset) != _shape(ptr):
         _fail(f"the offset must be an integer of the pointer's shape, got {offset} for {ptr}")
+    _expect_layout("the offset", offset, _layout(ptr))
     _expect_type("the result", op.results[0].type, ptr)
 
 
@@ -155,7 +203,7 @@ def _check_arange(op: Operation) -> None:
     start, end = op.attrs["start"], op.attrs["end"]
     if end <= start:
         _fail(f"empty range [{start}, {end})")
-    _expect_type("the result", op.results[0].type, block_type(int32, [end - start]))
+    _expect_shaped("the result", op.results[0].type, block_type(int32, [end - start]))
 
 
 def _check_splat(op: Operation) -> None:
@@ -172,6 +220,7 @@ def _check_broadcast(op: Operation) -> None:
     for src, dst in zip(x.shape, r.shape):
         if src not in (1, dst):
             _fail(f"cannot broadcast shape {list(x.shape)} to {list(r.shape)}")
+    _expect_layout("the operand (broadcast keeps the layout)", x, _layout(r))
 
 
 def _check_expand_dims(op: Operation) -> None:
@@ -180,7 +229,8 @@ def _check_expand_dims(op: Operation) -> None:
     shape = list(_shape(x))
     if not 0 <= axis <= len(shape):
         _fail(f"axis {axis} out of range for {x}")
-    _expect_type("the result", r, block_type(x.scalar, shape[:axis] + [1] + shape[axis:]))
+    _expect_shaped("the result", r, block_type(x.scalar, shape[:axis] + [1] + shape[axis:]))
+    _expect_layout("the operand", x, _slice_layout(axis, _layout(r)))
 
 
 def _check_reshape(op: Operation) -> None:
@@ -195,14 +245,14 @@ def _check_permute(op: Operation) -> None:
     shape = _shape(x)
     if sorted(order) != list(range(len(shape))):
         _fail(f"order {list(order)} is not a permutation of the {len(shape)} dims of {x}")
-    _expect_type("the result", r, block_type(x.scalar, [shape[i] for i in order]))
+    _expect_shaped("the result", r, block_type(x.scalar, [shape[i] for i in order]))
 
 
 def _check_join(op: Operation) -> None:
     a, b = _types(op.operands)
-    if a != b:
+    if _plain(a) != _plain(b):
         _fail(f"operands have different types {a} and {b}")
-    _expect_type("the result", op.results[0].type, block_type(a.scalar, _shape(a) + (2,)))
+    _expect_shaped("the result", op.results[0].type, block_type(a.scalar, _shape(a) + (2,)))
 
 
 def _check_split(op: Operation) -> None:
@@ -210,14 +260,15 @@ def _check_split(op: Operation) -> None:
     if not x.is_block() or x.shape[-1] != 2:
         _fail(f"split needs a block whose last dim is 2, got {x}")
     half = _shaped(x.scalar, x.shape[:-1])
-    _expect_types("the result types", _types(op.results), [half, half])
+    for result in op.results:
+        _expect_shaped("a result", result.type, half)
 
 
 def _check_cat(op: Operation) -> None:
     a, b = _types(op.operands)
     if len(_shape(a)) != 1 or len(_shape(b)) != 1 or a.scalar != b.scalar:
         _fail(f"cat needs two 1-D blocks of one element type, got {a} and {b}")
-    _expect_type("the result", op.results[0].type, block_type(a.scalar, [a.shape[0] + b.shape[0]]))
+    _expect_shaped("the result", op.results[0].type, block_type(a.scalar, [a.shape[0] + b.shape[0]]))
 
 
 def _check_gather(op: Operation) -> None:
@@ -229,7 +280,7 @@ def _check_gather(op: Operation) -> None:
         _fail(f"the index must be integers, got {index}")
     if not 0 <= axis < len(src.shape):
         _fail(f"axis {axis} out of range for {src}")
-    _expect_type("the result", op.results[0].type, block_type(src.scalar, index.shape))
+    _expect_shaped("the result", op.results[0].type, block_type(src.scalar, index.shape))
 
 
 def _check_histogram(op: Operation) -> None:
@@ -237,27 +288,27 @@ def _check_histogram(op: Operation) -> None:
     if not x.is_block() or not x.scalar.is_int():
         _fail(f"histogram needs a block of integers, got {x}")
     if len(op.operands) == 2:
-        _expect_type("the mask", op.operands[1].type, block_type(int1, x.shape))
-    _expect_type("the result", op.results[0].type, block_type(int32, [op.attrs["num_bins"]]))
+        _expect_shaped("the mask", op.operands[1].type, block_type(int1, x.shape))
+    _expect_shaped("the result", op.results[0].type, block_type(int32, [op.attrs["num_bins"]]))
 
 
 def _check_cast(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
-    if _shape(x) != _shape(r):
-        _fail(f"casts keep the shape, got {x} -> {r}")
+    if _shape(x) != _shape(r) or _layout(x) != _layout(r):
+        _fail(f"casts keep the shape and the layout, got {x} -> {r}")
     if op.name == "bitcast" and x.scalar.primitive_bitwidth != r.scalar.primitive_bitwidth:
         _fail(f"bitcast needs equal bit widths, got {x} -> {r}")
 
 
 def _check_memory_operands(op: Operation, mask_index: int | None) -> dtype:
     """Checks the pointer and the optional mask (operand `mask_index`); returns
-    the type of the values behind the pointer (in the pointer's shape)."""
+    the type of the values behind the pointer (in the pointer's shape and layout)."""
     ptr = op.operands[0].type
     if not ptr.scalar.is_ptr():
         _fail(f"the first operand must be a pointer, got {ptr}")
     if mask_index is not None and len(op.operands) > mask_index:
-        _expect_type("the mask", op.operands[mask_index].type, _shaped(int1, _shape(ptr)))
-    return _shaped(ptr.scalar.element_ty, _shape(ptr))
+        _expect_type("the mask", op.operands[mask_index].type, ptr.with_element_ty(int1))
+    return ptr.with_element_ty(ptr.scalar.element_ty)
 
 
 def _check_load(op: Operation) -> None:
@@ -306,12 +357,15 @@ def _check_reduce_scan(op: Operation) -> None:
     axis = op.attrs["axis"]
     if not 0 <= axis < len(shape):
         _fail(f"axis {axis} out of range for shape {list(shape)}")
+    _expect_one_layout("inputs", inputs)
     if op.name == "reduce":
         reduced = shape[:axis] + shape[axis + 1:]
-        expected = [_shaped(t.scalar, reduced) for t in inputs]
+        sliced = _slice_layout(axis, _layout(inputs[0])) if reduced else None
+        for i, (result, input_type) in enumerate(zip(op.results, inputs)):
+            _expect_shaped(f"result {i}", result.type, _shaped(input_type.scalar, reduced))
+            _expect_layout(f"result {i}", result.type, sliced)
     else:
-        expected = inputs
-    _expect_types("the result types", _types(op.results), expected)
+        _expect_types("the result types", _types(op.results), inputs)
     _check_combine_region(op)
 
 
@@ -325,7 +379,7 @@ def _check_dot(op: Operation) -> None:
     *batch_b, k2, n = b.shape
     if k != k2 or batch != batch_b or tuple(acc.shape) != (*batch, m, n):
         _fail(f"shapes do not multiply: {list(a.shape)} x {list(b.shape)} + {list(acc.shape)}")
-    _expect_type("the result", op.results[0].type, acc)
+    _expect_shaped("the result", op.results[0].type, acc)
 
 
 def _check_for(op: Operation) -> None:
@@ -364,6 +418,20 @@ def _check_hint(op: Operation) -> None:
     values = op.attrs["values"]
     if x.is_block() and len(values) != len(x.shape):
         _fail(f"{len(values)} hint values for the {len(x.shape)} dims of {x}")
+
+
+def _check_extern(op: Operation) -> None:
+    blocks = [t for t in _types(op.operands) + _types(op.results) if t.is_block()]
+    if len({t.shape for t in blocks}) > 1:
+        _fail(f"block operands and result of different shapes {_fmt(_types(op.operands))} -> {op.results[0].type}")
+    _expect_one_layout("block operands and result", blocks)
+
+
+def _check_convert_layout(op: Operation) -> None:
+    x, r = op.operands[0].type, op.results[0].type
+    if not x.is_block() or _layout(r) is None:
+        _fail(f"convert_layout takes a block to a block with a layout, got {x} -> {r}")
+    _expect_shaped("the result", r, x)
 
 
 def _check_scalar_condition(op: Operation) -> None:
@@ -412,6 +480,8 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "hint": _check_hint,
     "assume": _check_scalar_condition,
     "assert": _check_assert,
+    "extern": _check_extern,
+    "convert_layout": _check_convert_layout,
 }
 
 
