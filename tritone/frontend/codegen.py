@@ -582,11 +582,14 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     `signature` maps each run-time parameter to its IR type (a dtype, or its
     text form such as `"*fp32"`), `constexprs` maps the other parameters to
     their Python values; `options` holds `num_warps`, `num_stages`,
-    `num_ctas`, `debug`, `allow_non_constexpr_globals`... The module's entry
-    function is named `fn.__name__`, takes one argument per signature entry
-    in parameter order, has attrs {"kernel": True} and ends with `return()`;
-    the module's attrs carry the options. Raises CompilationError (or a
-    subclass) naming the user's source line for every problem in the kernel.
+    `num_ctas`, `debug`, `allow_non_constexpr_globals`, `divisible_by_16`
+    (names of run-time parameters the runtime found divisible by 16)... The
+    module's entry function is named `fn.__name__`, takes one argument per
+    signature entry in parameter order, has attrs {"kernel": True} (plus
+    `arg_attrs`, docs/IR.md, when some argument is divisible by 16) and ends
+    with `return()`; the module's attrs carry the options. Raises
+    CompilationError (or a subclass) naming the user's source line for every
+    problem in the kernel.
     """
     options = dict(options)
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
@@ -614,6 +617,9 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     semantic.call_jit_function = ctx.call_jit_for_region
     loc = Location(fn.file_name, fn.starting_line_number, 0, fn.__name__)
     function = module.add(Function(fn.__name__, arg_types, arg_names, attrs={"kernel": True}, loc=loc))
+    arg_attrs = _divisibility_attrs(fn, arg_names, arg_types, options.get("divisible_by_16") or ())
+    if arg_attrs:
+        function.attrs["arg_attrs"] = arg_attrs
     offset = 0
     for name in fn.arg_names:
         if name not in scope:
@@ -622,3 +628,18 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
     return module
 
+
+def _divisibility_attrs(fn: Any, arg_names: list[str], arg_types: list[dtype],
+                        divisible: tuple[str, ...]) -> dict[int, dict[str, int]]:
+    """The kernel's `arg_attrs` (docs/IR.md): `{argument index: {"divisibility": 16}}`
+    for the integer and pointer arguments named in `divisible` (an int divisible
+    by 16, a pointer aligned to 16 bytes). Indices count the kernel function's
+    arguments, so constexpr parameters, which are not arguments, are skipped."""
+    unknown = [name for name in divisible if name not in fn.arg_names]
+    if unknown:
+        raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r} (divisible_by_16)")
+    attrs: dict[int, dict[str, int]] = {}
+    for index, (name, ty) in enumerate(zip(arg_names, arg_types)):
+        if name in divisible and (ty.is_int() or ty.is_ptr()):
+            attrs[index] = {"divisibility": 16}
+    return attrs
