@@ -23,6 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+# Where Windows keeps its LongPathsEnabled switch (a DWORD under HKEY_LOCAL_MACHINE).
+LONG_PATHS_KEY = r"SYSTEM\CurrentControlSet\Control\FileSystem"
+LONG_PATHS_VALUE = "LongPathsEnabled"
+
 
 class Platform(abc.ABC):
     """What tritone asks of an operating system. `HostPlatform` answers for the
@@ -101,6 +105,12 @@ class Platform(abc.ABC):
     def pathfinder_library(self, libname: str) -> str | None:
         """Where NVIDIA's `cuda-pathfinder` package (when installed) finds a library
         ("nvrtc"), None when it is not installed or finds nothing."""
+
+    @abc.abstractmethod
+    def long_paths_enabled(self) -> bool | None:
+        """Windows: whether paths beyond 260 characters work without the `\\\\?\\`
+        prefix (the LongPathsEnabled registry value; absent counts as off). None on
+        other systems, and when the registry cannot be read."""
 
     @abc.abstractmethod
     def add_dll_directory(self, folder: str) -> None:
@@ -197,6 +207,20 @@ class HostPlatform(Platform):
             return load_nvidia_dynamic_lib(libname).abs_path
         except Exception:
             return None
+
+    def long_paths_enabled(self) -> bool | None:
+        if not self.is_windows:
+            return None
+        import winreg
+
+        try:
+            with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, LONG_PATHS_KEY) as key:
+                value, _ = winreg.QueryValueEx(key, LONG_PATHS_VALUE)
+        except FileNotFoundError:
+            return False  # never set: Windows keeps the 260-character limit
+        except OSError:
+            return None
+        return value == 1
 
     def add_dll_directory(self, folder: str) -> None:
         if not self.is_windows:
@@ -333,15 +357,18 @@ class SimulatedPlatform(Platform):
     exist as the parents of files plus those listed in `dirs`. `libraries` maps
     a path or bare name to the object `load_library` returns for it; anything
     else fails to load with OSError. `system_libraries` and `pathfinder` map
-    short names to what `find_library` and `pathfinder_library` answer. Loads and DLL folders added are recorded
-    in `loads` and `dll_dirs`.
+    short names to what `find_library` and `pathfinder_library` answer.
+    `long_paths` is what `long_paths_enabled` answers on a simulated Windows
+    (other systems answer None). Loads and DLL folders added are recorded in
+    `loads` and `dll_dirs`.
     """
 
     def __init__(self, name: str, *, files: Mapping[str, str | None] = (), dirs: Iterable[str] = (),
                  env: Mapping[str, str] = (), executable: str = "", prefix: str = "",
                  sys_path: Iterable[str] = (), site_dirs: Iterable[str] = (), home: str = "",
                  loaded: Iterable[str] = (), system_libraries: Mapping[str, str] = (),
-                 pathfinder: Mapping[str, str] = (), libraries: Mapping[str, Any] = ()):
+                 pathfinder: Mapping[str, str] = (), libraries: Mapping[str, Any] = (),
+                 long_paths: bool | None = None):
         self.name = name
         self._files = {self._key(path): text for path, text in dict(files).items()}
         self._file_names = {self._key(path): path for path in dict(files)}
@@ -361,6 +388,7 @@ class SimulatedPlatform(Platform):
         self._system_libraries = dict(system_libraries)
         self._pathfinder = dict(pathfinder)
         self._libraries = {self._key(path): lib for path, lib in dict(libraries).items()}
+        self._long_paths = long_paths
         self.loads: list[str] = []
         self.dll_dirs: list[str] = []
 
@@ -417,6 +445,9 @@ class SimulatedPlatform(Platform):
 
     def pathfinder_library(self, libname: str) -> str | None:
         return self._pathfinder.get(libname)
+
+    def long_paths_enabled(self) -> bool | None:
+        return self._long_paths if self.is_windows else None
 
     def add_dll_directory(self, folder: str) -> None:
         if self.is_windows:

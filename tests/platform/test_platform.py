@@ -135,3 +135,62 @@ def test_simulated_loads_are_recorded_and_unknown_ones_fail():
     assert sim.loads == ["c:\\X\\A.dll", "nvcuda.dll", "C:\\x\\b.dll"]
     sim.add_dll_directory("C:\\x")
     assert sim.dll_dirs == ["C:\\x"]
+
+
+class _Registry:
+    """Stands for the `winreg` module: HKLM holds `values` (key path -> {name: value});
+    `denied` makes every open fail the way a locked-down registry does."""
+
+    HKEY_LOCAL_MACHINE = "HKLM"
+
+    def __init__(self, values: dict[str, dict[str, int]], denied: bool = False):
+        self.values = values
+        self.denied = denied
+        self.opened: list[tuple[str, str]] = []
+
+    def OpenKey(self, root: str, path: str):
+        self.opened.append((root, path))
+        if self.denied:
+            raise PermissionError(13, "Access is denied")
+        if path not in self.values:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        registry = self
+
+        class Key:
+            def __enter__(self):
+                return registry.values[path]
+
+            def __exit__(self, *exc):
+                return False
+
+        return Key()
+
+    def QueryValueEx(self, key: dict[str, int], name: str):
+        if name not in key:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        return key[name], 4  # REG_DWORD
+
+
+@pytest.mark.parametrize("values, denied, expected", [
+    ({platform.LONG_PATHS_KEY: {"LongPathsEnabled": 1}}, False, True),
+    ({platform.LONG_PATHS_KEY: {"LongPathsEnabled": 0}}, False, False),
+    ({platform.LONG_PATHS_KEY: {"NtfsDisable8dot3NameCreation": 2}}, False, False),
+    ({}, False, False),
+    ({platform.LONG_PATHS_KEY: {"LongPathsEnabled": 1}}, True, None),
+])
+def test_host_reads_long_paths_enabled_from_the_windows_registry(monkeypatch, values, denied, expected):
+    registry = _Registry(values, denied)
+    monkeypatch.setitem(sys.modules, "winreg", registry)
+    windows_host = platform.HostPlatform()
+    windows_host.name = "windows"
+    assert windows_host.long_paths_enabled() is expected
+    assert registry.opened == [("HKLM", "SYSTEM\\CurrentControlSet\\Control\\FileSystem")]
+
+
+def test_long_paths_enabled_elsewhere_and_simulated():
+    if platform.host().name != "windows":
+        assert platform.host().long_paths_enabled() is None
+    assert SimulatedPlatform("windows", long_paths=True).long_paths_enabled() is True
+    assert SimulatedPlatform("windows", long_paths=False).long_paths_enabled() is False
+    assert SimulatedPlatform("windows").long_paths_enabled() is None
+    assert SimulatedPlatform("linux", long_paths=True).long_paths_enabled() is None

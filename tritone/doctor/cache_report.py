@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from .. import knobs
-from ..platform import Platform, host
+from ..platform import LONG_PATHS_KEY, LONG_PATHS_VALUE, Platform, host
 from ..runtime import cache
 from .report import Check, Status, plural, quoted
 
@@ -37,7 +36,6 @@ LOW_FREE_BYTES = 200 * 2**20
 # A kernel name of this length is common (TorchInductor's fused names are longer still).
 TYPICAL_NAME = 60
 WINDOWS_PATH_LIMIT = cache.LONG_PATH_LIMIT
-_LONG_PATHS_KEY = r"SYSTEM\CurrentControlSet\Control\FileSystem"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -70,21 +68,6 @@ class CacheFacts:
     entries: tuple[EntryInfo, ...]
     long_paths_enabled: bool | None
     now: float
-
-
-def long_paths_enabled(platform: Platform) -> bool | None:
-    """Windows' LongPathsEnabled registry value (HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem)
-    as a bool; None elsewhere or when it cannot be read."""
-    if not platform.is_windows or sys.platform != "win32":
-        return None
-    import winreg
-
-    try:
-        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, _LONG_PATHS_KEY) as key:
-            value, _ = winreg.QueryValueEx(key, "LongPathsEnabled")
-    except OSError:
-        return False
-    return value == 1
 
 
 def _scan_entry(platform: Platform, folder: str) -> EntryInfo:
@@ -169,7 +152,7 @@ def cache_facts(platform: Platform | None = None) -> CacheFacts:
     return CacheFacts(
         wanted=wanted, configured=configured is not None, used=used, problem=problem,
         free_bytes=_free_bytes(root), longest_path=_longest_path(root) if used else None,
-        entries=scan_entries(platform, used) if used else (), long_paths_enabled=long_paths_enabled(platform),
+        entries=scan_entries(platform, used) if used else (), long_paths_enabled=platform.long_paths_enabled(),
         now=time.time())
 
 
@@ -251,7 +234,7 @@ def _path_length(platform: Platform, facts: CacheFacts) -> Check:
                      summary + ": tools that open cache files without the \\\\?\\ prefix (TorchInductor) "
                      "fail with [WinError 206] or FileNotFoundError", details,
                      "set TRITON_CACHE_DIR to a short folder (C:\\tritone-cache), or, as administrator: reg add "
-                     f"HKLM\\{_LONG_PATHS_KEY} /v LongPathsEnabled /t REG_DWORD /d 1 /f")
+                     f"HKLM\\{LONG_PATHS_KEY} /v {LONG_PATHS_VALUE} /t REG_DWORD /d 1 /f")
     return Check(SECTION, "path length", Status.PASS, summary, details)
 
 
