@@ -48,6 +48,9 @@ CONFIG_ERRORS = (OutOfResources, CompilationError, PTXASError)
 # The quantiles each config is timed at; the first (the median) ranks them.
 BENCH_QUANTILES = (0.5, 0.2, 0.8)
 
+# What `kernel[grid](...)` adds to every launch's keywords.
+_LAUNCHER_KEYWORDS = frozenset({"grid", "warmup"})
+
 # Sweeps of at least this many configs show the progress line.
 PROGRESS_MIN_CONFIGS = 4
 
@@ -359,7 +362,9 @@ class Autotuner(KernelInterface):
         launch the kernel with it. Returns what the wrapped kernel's `run` returns."""
         self.nargs = dict(zip(self.arg_names, args))
         try:
-            self._check_no_tuned_keywords(kwargs)
+            given = kwargs.keys() - _LAUNCHER_KEYWORDS
+            if given:
+                self._check_no_tuned_keywords(given)
             tuned = False
             if len(self.configs) > 1:
                 key = self._tuning_key(kwargs)
@@ -379,9 +384,9 @@ class Autotuner(KernelInterface):
         finally:
             self.nargs = None
 
-    def _check_no_tuned_keywords(self, kwargs: dict[str, Any]) -> None:
+    def _check_no_tuned_keywords(self, given: set[str]) -> None:
         tuned = set().union(*(config.all_kwargs() for config in self.configs))
-        conflicts = sorted(tuned & kwargs.keys())
+        conflicts = sorted(tuned & given)
         if conflicts:
             raise ValueError(f"kernel {self.base_fn.__name__}: {', '.join(conflicts)} given at launch "
                              "are set by the autotuner's configs; do not pass tuned meta-parameters")
