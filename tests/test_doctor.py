@@ -238,7 +238,7 @@ def fill_cache(root) -> dict[str, str]:
     return folders
 
 
-def test_cache_info_prune_and_clear(private_temp, monkeypatch):
+def test_cache_info_prune_and_clear(private_temp, monkeypatch, capsys):
     root = private_temp / "kernels"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
     folders = fill_cache(root)
@@ -247,10 +247,12 @@ def test_cache_info_prune_and_clear(private_temp, monkeypatch):
     assert cache_command("info", out) == 0
     info = out.getvalue()
     assert f"location: {root} (TRITON_CACHE_DIR), writable" in info
-    assert "entries: 4 entries, " in info and "oldest written 40 days ago" in info
-    assert "1 entry left incomplete by interrupted writes" in info
+    assert "entries: 3 entries, " in info and "oldest written 40 days ago" in info
+    assert "  1 folder (7 B) left incomplete by interrupted writes or damage" in info
 
+    capsys.readouterr()
     assert main(["cache", "prune", "--older-than-days", "30"]) == 0
+    assert capsys.readouterr().out.startswith("prune: removed 1 entry and 1 incomplete folder (")
     assert not os.path.exists(folders["old_kernel"]) and not os.path.exists(folders["interrupted"])
     assert os.path.exists(folders["add_kernel"]) and os.path.exists(folders["softmax_kernel"])
 

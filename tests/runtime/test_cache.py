@@ -22,13 +22,16 @@ from tritone.platform import SimulatedPlatform, host
 from tritone.runtime import cache as cache_module
 from tritone.runtime import gpu_compile
 from tritone.runtime.cache import (
+    IncompleteFolder,
     KernelCache,
+    StoredEntry,
     _base32,
     default_root,
     entry_names,
     long_path,
     retry_while_shared,
     triton_key,
+    writable,
 )
 from tritone.runtime.nvrtc import CompileResult, NVRTCError
 
@@ -255,6 +258,130 @@ class _WritesEvenWhenPresent(KernelCache):
 
     def get(self, key, name):
         return None
+
+
+def folder_size(folder) -> int:
+    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
+
+
+def test_entries_lists_committed_entries_and_incomplete_folders(tmp_path):
+    cache = KernelCache(str(tmp_path))
+    written = {}
+    for name in ("add_kernel", "softmax_kernel", "k" * 80):
+        key = random_key()
+        files = {"cubin": secrets.token_bytes(secrets.randbelow(5000) + 1), "ptx": secrets.token_bytes(300)}
+        written[name] = (key, cache.put(key, name, files, {"name": name}))
+    mark = Path(cache.path(written["add_kernel"][0], "add_kernel", "json"))
+    os.utime(mark, (1e9, 1e9))  # committed long ago: listed first
+    shared_key = written["softmax_kernel"][0]
+    cache.put(shared_key, "second_kernel", {"cubin": b"\x7fELF"}, {})  # two kernels under one key
+
+    damaged = {}
+    for damage in ("no mark", "short cubin", "corrupt mark", "mark of another key", "empty"):
+        key = random_key()
+        folder = cache.put(key, "victim", {"cubin": secrets.token_bytes(64)}, {})
+        victim = Path(folder)
+        if damage == "no mark":
+            (victim / "victim.json").unlink()
+        elif damage == "short cubin":
+            (victim / "victim.cubin").write_bytes(b"short")
+        elif damage == "corrupt mark":
+            (victim / "victim.json").write_bytes((victim / "victim.json").read_bytes()[:-9])
+        elif damage == "mark of another key":
+            (victim / "victim.json").write_bytes(mark.read_bytes())
+            (victim / "victim.json").rename(victim / "add_kernel.json")
+        else:
+            for item in victim.iterdir():
+                item.unlink()
+        damaged[str(victim)] = damage
+
+    # Not this cache's: upstream Triton's 52-character folders, other names, a file, a folder holding a folder.
+    (tmp_path / ("A" * 52)).mkdir()
+    (tmp_path / "my-notes").mkdir()
+    (tmp_path / _base32(random_key())).write_bytes(b"a file")
+    nested = tmp_path / _base32(random_key())
+    (nested / "inner").mkdir(parents=True)
+
+    contents = cache.entries()
+    assert [entry.name for entry in contents.committed][0] == "add_kernel"
+    assert sorted(entry.name for entry in contents.committed) == sorted(
+        ["add_kernel", "softmax_kernel", "second_kernel", "k" * 80])
+    assert [entry.modified for entry in contents.committed] == sorted(entry.modified for entry in contents.committed)
+    for entry in contents.committed:
+        assert isinstance(entry, StoredEntry) and entry.folder == cache.folder(entry.key)
+        assert entry.modified == os.path.getmtime(cache.path(entry.key, entry.name, "json"))
+        if entry.key != shared_key:
+            assert entry.size == folder_size(entry.folder)
+    shared = [entry for entry in contents.committed if entry.key == shared_key]
+    assert sum(entry.size for entry in shared) == folder_size(cache.folder(shared_key))
+
+    assert {folder.folder: folder for folder in contents.incomplete}.keys() == damaged.keys()
+    for folder in contents.incomplete:
+        assert isinstance(folder, IncompleteFolder) and folder.size == folder_size(folder.folder)
+        expected = {"no mark": "no commit mark", "short cubin": "victim.cubin listed in victim.json missing",
+                    "corrupt mark": "victim.json is damaged", "mark of another key": "another key",
+                    "empty": "no commit mark"}[damaged[folder.folder]]
+        assert expected in folder.reason, (damaged[folder.folder], folder.reason)
+    assert KernelCache(str(tmp_path / "missing")).entries() == cache_module.CacheContents()
+
+
+def test_remove_deletes_only_entry_folders_of_this_cache(tmp_path):
+    cache = KernelCache(str(tmp_path / "root"))
+    key = random_key()
+    folder = cache.put(key, "k", {"cubin": secrets.token_bytes(100), "ptx": b"p"}, {})
+    Path(folder, "k.cubin.123.abcdef01.tmp").write_bytes(b"left by a crash")
+    other = KernelCache(str(tmp_path / "other"))
+    foreign = other.put(random_key(), "k", {"cubin": b"x"}, {})
+    upstream = tmp_path / "root" / ("A" * 52)
+    upstream.mkdir()
+    nested = Path(cache.folder(random_key()))
+    (nested / "inner").mkdir(parents=True)
+    for refused in (foreign, str(upstream), str(nested), str(tmp_path / "root"),
+                    os.path.join(folder, "..", "..", "other", os.path.basename(foreign))):
+        with pytest.raises(ValueError, match="not an entry folder of the kernel cache"):
+            cache.remove(refused)
+    assert os.path.isdir(foreign) and upstream.is_dir() and (nested / "inner").is_dir()
+    cache.remove(folder)
+    assert not os.path.exists(folder) and cache.get(key, "k") is None
+    cache.remove(folder)  # already gone: another process pruned it
+    assert cache.entries() == cache_module.CacheContents()
+
+
+def test_remove_retries_while_another_process_holds_a_file(tmp_path, monkeypatch):
+    pauses = []
+    cache = KernelCache(str(tmp_path), sleep=pauses.append)
+    folder = cache.put(random_key(), "k", {"cubin": b"abc"}, {})
+    real_remove = os.remove
+    failures = iter([_sharing_violation(), _sharing_violation()])
+
+    def busy_then_free(path):
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        real_remove(path)
+
+    monkeypatch.setattr(cache_module.os, "remove", busy_then_free)
+    cache.remove(folder)
+    assert not os.path.exists(folder) and len(pauses) == 2
+
+    locked = cache.put(random_key(), "k", {"cubin": b"abc"}, {})
+
+    def always_busy(path):
+        raise _sharing_violation()
+
+    monkeypatch.setattr(cache_module.os, "remove", always_busy)
+    with pytest.raises(PermissionError):
+        cache.remove(locked)
+    assert sorted(os.listdir(locked)) == ["k.cubin", "k.json"]
+
+
+def test_writable_says_why_a_folder_cannot_hold_the_cache(tmp_path):
+    fresh = tmp_path / "new folder" / "cache"
+    assert writable(str(fresh), host()) is None and fresh.is_dir() and not list(fresh.iterdir())
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    problem = writable(str(blocker / "cache"), host())
+    assert problem is not None and "a file" in problem
 
 
 def _write_entry(root: str, key: str, files: dict, barrier, results) -> None:

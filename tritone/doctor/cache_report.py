@@ -3,16 +3,14 @@ written and the fallback taken, free space, path lengths against Windows'
 260-character limit, entries by size and age) and `python -m tritone cache
 info|clear|prune`.
 
-Entries are found by the layout `runtime/cache.py` writes: one folder per key,
-named with the 26 base32 characters of a 128-bit key, holding the stage files
-and a `.json` commit mark. Only folders named that way are ever deleted, so a
-TRITON_CACHE_DIR shared with other tools (upstream Triton's entries have longer
-names) keeps everything else.
+What the cache holds, and removing entries, is `KernelCache.entries` and
+`KernelCache.remove` (runtime/cache.py): only tritone's own entry folders are
+listed or deleted, so a TRITON_CACHE_DIR shared with other tools keeps
+everything else.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -28,7 +26,6 @@ from ..runtime import cache
 from .report import Check, Status, plural, quoted
 
 SECTION = "cache"
-_ENTRY_FOLDER = re.compile(r"^[A-Z2-7]{26}$")
 # Older than this, a folder without its commit mark (or a temporary file) is
 # an interrupted write rather than one in progress.
 STALE_SECONDS = 3600.0
@@ -40,24 +37,11 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class EntryInfo:
-    """One entry folder: the kernels its commit marks name, its size in bytes,
-    when it was last written, whether it is complete, and the temporary files
-    an interrupted write left in it."""
-
-    folder: str
-    kernels: tuple[str, ...]
-    size: int
-    modified: float
-    complete: bool
-    temporary_files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class CacheFacts:
     """Where the cache was asked to be (`wanted`, from TRITON_CACHE_DIR when
     `configured`) and where it is (`used`, None when nowhere is writable, with
-    `problem` saying why `wanted` could not be used), and what is in it."""
+    `problem` saying why `wanted` could not be used), and what is in it
+    (`contents`, empty without a cache)."""
 
     wanted: str
     configured: bool
@@ -65,53 +49,9 @@ class CacheFacts:
     problem: str | None
     free_bytes: int | None
     longest_path: str | None
-    entries: tuple[EntryInfo, ...]
+    contents: cache.CacheContents
     long_paths_enabled: bool | None
     now: float
-
-
-def _scan_entry(platform: Platform, folder: str) -> EntryInfo:
-    kernels = []
-    size = 0
-    modified = 0.0
-    temporary = []
-    complete = False
-    now = time.time()
-    for name in platform.list_dir(folder):
-        path = platform.path.join(folder, name)
-        try:
-            status = os.stat(cache.long_path(platform, path))
-        except OSError:
-            continue
-        size += status.st_size
-        modified = max(modified, status.st_mtime)
-        if name.endswith(".tmp"):
-            if now - status.st_mtime > STALE_SECONDS:
-                temporary.append(path)
-        elif name.endswith(".json"):
-            record = _read_mark(platform, path)
-            if record is not None:
-                complete = True
-                kernels.append(str(record["name"]))
-    return EntryInfo(folder, tuple(kernels), size, modified, complete, tuple(temporary))
-
-
-def _read_mark(platform: Platform, path: str) -> dict | None:
-    try:
-        with open(cache.long_path(platform, path), encoding="utf-8") as file:
-            record = json.load(file)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or not {"format", "key", "name", "files"} <= record.keys():
-        return None
-    return record
-
-
-def scan_entries(platform: Platform, root: str) -> tuple[EntryInfo, ...]:
-    """Every entry folder under `root` (see the module docstring), oldest first."""
-    folders = [platform.path.join(root, name) for name in platform.list_dir(root) if _ENTRY_FOLDER.match(name)]
-    entries = [_scan_entry(platform, folder) for folder in folders if platform.is_dir(folder)]
-    return tuple(sorted(entries, key=lambda entry: entry.modified))
 
 
 def _longest_path(root: str) -> str | None:
@@ -144,6 +84,7 @@ def cache_facts(platform: Platform | None = None) -> CacheFacts:
         warnings.simplefilter("always")
         used_cache = cache.cache_for_root(configured)
     used = used_cache.root if used_cache is not None else None
+    contents = used_cache.entries() if used_cache is not None else cache.CacheContents()
     problem = None
     if used != wanted:
         said = [str(warning.message) for warning in caught]
@@ -152,7 +93,7 @@ def cache_facts(platform: Platform | None = None) -> CacheFacts:
     return CacheFacts(
         wanted=wanted, configured=configured is not None, used=used, problem=problem,
         free_bytes=_free_bytes(root), longest_path=_longest_path(root) if used else None,
-        entries=scan_entries(platform, used) if used else (), long_paths_enabled=platform.long_paths_enabled(),
+        contents=contents, long_paths_enabled=platform.long_paths_enabled(),
         now=time.time())
 
 
@@ -239,47 +180,39 @@ def _path_length(platform: Platform, facts: CacheFacts) -> Check:
 
 
 def _entries(facts: CacheFacts) -> Check:
-    entries = facts.entries
-    if not entries:
-        return Check(SECTION, "entries", Status.PASS, "empty")
-    total = size_text(sum(entry.size for entry in entries))
-    summary = (f"{plural(len(entries), 'entry', 'entries')}, {total}; oldest written "
-               f"{age_text(facts.now - entries[0].modified)} ago, newest {age_text(facts.now - entries[-1].modified)}"
-               " ago")
-    stale = [entry for entry in entries if _is_stale(entry, facts.now)]
+    committed = facts.contents.committed
+    if committed:
+        total = size_text(sum(entry.size for entry in committed))
+        summary = (f"{plural(len(committed), 'entry', 'entries')}, {total}; oldest written "
+                   f"{age_text(facts.now - committed[0].modified)} ago, newest "
+                   f"{age_text(facts.now - committed[-1].modified)} ago")
+    else:
+        summary = "empty"
+    stale = _stale(facts)
     if not stale:
         return Check(SECTION, "entries", Status.PASS, summary)
     return Check(SECTION, "entries", Status.PASS, summary,
-                 (f"{plural(len(stale), 'entry', 'entries')} left incomplete by interrupted "
-                  "writes (recompiled when needed): `python -m tritone cache prune` removes them",))
+                 (f"{plural(len(stale), 'folder')} ({size_text(sum(folder.size for folder in stale))}) left "
+                  "incomplete by interrupted writes or damage (recompiled when needed): "
+                  "`python -m tritone cache prune` removes them",))
 
 
-def _is_stale(entry: EntryInfo, now: float) -> bool:
-    return bool(entry.temporary_files) or (not entry.complete and now - entry.modified > STALE_SECONDS)
+def _stale(facts: CacheFacts) -> list[cache.IncompleteFolder]:
+    """The incomplete folders untouched for STALE_SECONDS: no write is still filling them."""
+    return [folder for folder in facts.contents.incomplete if facts.now - folder.modified > STALE_SECONDS]
 
 
 # --------------------------------------------------------------------------- python -m tritone cache
 
 
-def _remove(platform: Platform, path: str, out: TextIO) -> bool:
-    try:
-        if os.path.isdir(cache.long_path(platform, path)):
-            shutil.rmtree(cache.long_path(platform, path))
-        else:
-            os.remove(cache.long_path(platform, path))
-    except OSError as error:
-        out.write(f"  could not remove {path}: {error}\n")
-        return False
-    return True
-
-
 def cache_command(action: str, out: TextIO, *, older_than_days: float = 30.0, max_size: str | None = None,
                   platform: Platform | None = None) -> int:
-    """`info`: where the cache is and what it holds. `clear`: remove every entry.
-    `prune`: remove entries written more than `older_than_days` ago, entries
-    left incomplete, and then the oldest entries until the rest fit in
-    `max_size` ("2G"). Returns the exit status (1 when something could not be
-    removed or there is no cache, 2 for a `max_size` that is not a size)."""
+    """`info`: where the cache is and what it holds. `clear`: remove every entry
+    and incomplete folder. `prune`: remove entries written more than
+    `older_than_days` ago, folders left incomplete, and then the oldest entries
+    until the rest fit in `max_size` ("2G"). Returns the exit status (1 when
+    something could not be removed or there is no cache, 2 for a `max_size`
+    that is not a size)."""
     try:
         max_bytes = parse_size(max_size) if max_size else None
     except ValueError as error:
@@ -299,40 +232,47 @@ def cache_command(action: str, out: TextIO, *, older_than_days: float = 30.0, ma
         out.write(f"no cache: {facts.problem}\n")
         return 1
     if action == "clear":
-        doomed = list(facts.entries)
+        doomed = [entry.folder for entry in facts.contents.committed]
+        doomed += [folder.folder for folder in facts.contents.incomplete]
     elif action == "prune":
         doomed = _prune_plan(facts, older_than_days, max_bytes)
     else:
         raise ValueError(f"unknown cache action {action!r} (info, clear, prune)")
-    removed = failed = freed = 0
-    for entry in doomed:
-        if _remove(platform, entry.folder, out):
-            removed += 1
-            freed += entry.size
+    store = cache.KernelCache(facts.used, platform)
+    removed: set[str] = set()
+    for folder in dict.fromkeys(doomed):
+        try:
+            store.remove(folder)
+        except (OSError, ValueError) as error:
+            out.write(f"  could not remove {folder}: {error}\n")
         else:
-            failed += 1
-    kept = [entry for entry in facts.entries if entry not in doomed]
-    for entry in kept:
-        for path in entry.temporary_files:
-            failed += not _remove(platform, path, out)
-    out.write(f"{action}: removed {plural(removed, 'entry', 'entries')} ({size_text(freed)}) "
-              f"from {quoted(facts.used)}; {len(kept)} left\n")
-    return 1 if failed else 0
+            removed.add(folder)
+    entries = [entry for entry in facts.contents.committed if entry.folder in removed]
+    folders = [folder for folder in facts.contents.incomplete if folder.folder in removed]
+    freed = sum(entry.size for entry in entries) + sum(folder.size for folder in folders)
+    what = plural(len(entries), "entry", "entries")
+    if folders:
+        what += f" and {plural(len(folders), 'incomplete folder')}"
+    left = len(facts.contents.committed) - len(entries)
+    out.write(f"{action}: removed {what} ({size_text(freed)}) from {quoted(facts.used)}; {left} left\n")
+    return 1 if len(removed) < len(set(doomed)) else 0
 
 
-def _prune_plan(facts: CacheFacts, older_than_days: float, max_bytes: int | None) -> list[EntryInfo]:
-    """The entries `prune` removes: stale or incomplete ones, those older than
-    the limit, then the oldest until the rest fit in `max_bytes`."""
+def _prune_plan(facts: CacheFacts, older_than_days: float, max_bytes: int | None) -> list[str]:
+    """The folders `prune` removes: incomplete ones no write is filling, those
+    of entries older than the limit, then those of the oldest entries until the
+    rest fit in `max_bytes`."""
     limit = older_than_days * 86400
-    doomed = [entry for entry in facts.entries
-              if (not entry.complete and facts.now - entry.modified > STALE_SECONDS)
-              or facts.now - entry.modified > limit]
+    doomed = [folder.folder for folder in _stale(facts)]
+    doomed += [entry.folder for entry in facts.contents.committed if facts.now - entry.modified > limit]
     if max_bytes is not None:
-        kept: Sequence[EntryInfo] = [entry for entry in facts.entries if entry not in doomed]
+        chosen = set(doomed)
+        kept: Sequence[cache.StoredEntry] = [entry for entry in facts.contents.committed if entry.folder not in chosen]
         total = sum(entry.size for entry in kept)
+        total += sum(folder.size for folder in facts.contents.incomplete if folder.folder not in chosen)
         for entry in kept:  # oldest first
             if total <= max_bytes:
                 break
-            doomed.append(entry)
+            doomed.append(entry.folder)
             total -= entry.size
     return doomed

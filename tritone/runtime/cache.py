@@ -25,6 +25,13 @@ while another process holds the target (Windows sharing violations). The
 `.json` file goes last, so an entry without it is invisible. Reads verify every
 file's size and sha256 against it; anything missing, short or different is a
 miss, and the caller recompiles and writes the entry again.
+
+`KernelCache.entries` lists what the root holds (committed entries, and the
+entry folders an interrupted write or damage left without one);
+`KernelCache.remove` deletes one entry folder. Only folders named as entry
+folders (26 base32 characters, files only inside) are listed or removed, so a
+`TRITON_CACHE_DIR` shared with other tools (upstream Triton's folders have 52
+characters) keeps everything else.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ import hashlib
 import json
 import ntpath
 import os
+import re
+import stat
 import tempfile
 import threading
 import time
@@ -59,6 +68,8 @@ _WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in 
 # process has the file open, or is deleting it.
 _SHARING_ERRORS = frozenset({5, 32, 33})
 _RETRY_DELAYS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
+# What `_base32` makes of a 128-bit key.
+_ENTRY_FOLDER = re.compile(r"^[A-Z2-7]{26}$")
 
 T = TypeVar("T")
 
@@ -133,6 +144,41 @@ class CacheEntry:
     metadata: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class StoredEntry:
+    """A committed entry as `KernelCache.entries` lists it: kernel `name` under
+    `key` in `folder`; `size` is the bytes of its files, commit mark included;
+    `modified` is when it was committed (the commit mark's mtime, seconds since
+    the epoch)."""
+
+    folder: str
+    key: str
+    name: str
+    size: int
+    modified: float
+
+
+@dataclass(frozen=True)
+class IncompleteFolder:
+    """An entry folder holding no usable entry: `reason` says why (a write
+    interrupted, or still in progress, before its commit mark; a damaged mark; a
+    file missing or of another size). `size` is the bytes of all its files,
+    `modified` the newest file's mtime (the folder's own when it is empty)."""
+
+    folder: str
+    size: int
+    modified: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class CacheContents:
+    """What `KernelCache.entries` found, each part oldest first."""
+
+    committed: tuple[StoredEntry, ...] = ()
+    incomplete: tuple[IncompleteFolder, ...] = ()
+
+
 def retry_while_shared(action: Callable[[], T], sleep: Callable[[float], None] = time.sleep) -> T:
     """Run `action`, retrying with growing pauses (about a second in all) while it
     fails because another process holds the file (Windows' WinError 5/32/33);
@@ -149,6 +195,30 @@ def retry_while_shared(action: Callable[[], T], sleep: Callable[[float], None] =
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _parse_mark(data: bytes, platform: Platform) -> tuple[dict[str, Any], dict[str, dict[str, Any]]] | None:
+    """The record a commit mark holds and its `files` (kind -> file, size,
+    sha256), when it is this version's format, has the shape `put` writes and
+    names the files this kernel's entry has; None for anything else (damaged,
+    foreign, another format)."""
+    try:
+        record = json.loads(data.decode("utf-8"))
+        if (not isinstance(record, dict) or record["format"] != FORMAT_VERSION or not isinstance(record["key"], str)
+                or not isinstance(record["name"], str) or not isinstance(record["metadata"], dict)
+                or not isinstance(record["files"], dict)):
+            return None
+        bytes.fromhex(record["key"])  # raises for a key that no entry folder name is made from
+        names = entry_names(record["name"], platform)
+        files = record["files"]
+        for kind, described in files.items():
+            if (described["file"] != names.file(kind) or not isinstance(described["size"], int)
+                    or not isinstance(described["sha256"], str)):
+                return None
+        return record, files
+    except (ValueError, KeyError, TypeError):
+        # Not JSON (UnicodeDecodeError is a ValueError), or not the shape this version writes.
+        return None
 
 
 class KernelCache:
@@ -190,27 +260,21 @@ class KernelCache:
     def get(self, key: str, name: str) -> CacheEntry | None:
         """The entry of kernel `name` under `key` when it is complete and every file
         matches the size and sha256 its metadata records; None otherwise."""
-        names = entry_names(name, self.platform)
         folder = self.folder(key)
-        marker = self._read(self.platform.path.join(folder, names.file("json")))
-        if marker is None:
+        marker = self._read(self.platform.path.join(folder, entry_names(name, self.platform).file("json")))
+        parsed = _parse_mark(marker, self.platform) if marker is not None else None
+        if parsed is None:
             return None
-        try:
-            record = json.loads(marker.decode("utf-8"))
-            if record["format"] != FORMAT_VERSION or record["key"] != key or record["name"] != name:
+        record, listed = parsed
+        if record["key"] != key or record["name"] != name:
+            return None
+        files = {}
+        for kind, described in listed.items():
+            data = self._read(self.platform.path.join(folder, described["file"]))
+            if data is None or len(data) != described["size"] or _sha256(data) != described["sha256"]:
                 return None
-            files = {}
-            for kind, described in record["files"].items():
-                if described["file"] != names.file(kind):
-                    return None
-                data = self._read(self.platform.path.join(folder, described["file"]))
-                if data is None or len(data) != described["size"] or _sha256(data) != described["sha256"]:
-                    return None
-                files[kind] = data
-            return CacheEntry(key, name, folder, files, record["metadata"])
-        except (ValueError, KeyError, TypeError, AttributeError):
-            # Not JSON, or not the shape this version writes: a damaged or foreign entry.
-            return None
+            files[kind] = data
+        return CacheEntry(key, name, folder, files, record["metadata"])
 
     def put(self, key: str, name: str, files: Mapping[str, bytes], metadata: Mapping[str, Any]) -> str | None:
         """Store stages `files` (kind -> bytes) and `metadata` (JSON values) as the entry
@@ -260,6 +324,116 @@ class KernelCache:
             except OSError:
                 pass  # moved into place already (the usual case)
 
+    def entries(self) -> CacheContents:
+        """Every entry folder under the root (see the module docstring), read
+        without opening the stage files: an entry is committed when its commit
+        mark is this version's, names this folder's key and lists files that
+        exist with the recorded sizes (`get` checks their sha256 on use). A
+        folder with no committed entry is listed as incomplete, with the reason."""
+        committed: list[StoredEntry] = []
+        incomplete: list[IncompleteFolder] = []
+        for name in self._names(self.root):
+            folder = self.platform.path.join(self.root, name)
+            files = self._entry_files(folder) if _ENTRY_FOLDER.match(name) else None
+            if files is None:
+                continue
+            found, problem = self._committed_in(folder, name, files)
+            if found:
+                committed += found
+                continue
+            modified = max((status.st_mtime for status in files.values()), default=None)
+            if modified is None:
+                modified = self._mtime(folder)
+            incomplete.append(IncompleteFolder(folder, sum(status.st_size for status in files.values()),
+                                               modified, problem))
+        return CacheContents(tuple(sorted(committed, key=lambda entry: entry.modified)),
+                             tuple(sorted(incomplete, key=lambda entry: entry.modified)))
+
+    def remove(self, folder: str) -> None:
+        """Delete entry folder `folder` (from `entries`) with its files, retrying
+        while another process holds one (Windows sharing violations), as `put`
+        does. Raises ValueError, deleting nothing, when `folder` is not an entry
+        folder of this cache (directly under the root, named as `folder(key)`
+        names them, holding only files). A folder already gone counts as
+        removed; a file that stays locked raises OSError."""
+        path = self.platform.path
+        under_root = path.normcase(path.normpath(path.dirname(folder))) == path.normcase(path.normpath(self.root))
+        if not under_root or not _ENTRY_FOLDER.match(path.basename(folder)):
+            raise ValueError(f"{folder} is not an entry folder of the kernel cache in {self.root}")
+        if not os.path.isdir(self._os_path(folder)):
+            return
+        files = self._entry_files(folder)
+        if files is None:
+            raise ValueError(f"{folder} holds more than files: not an entry folder of the kernel cache in {self.root}")
+        for name in files:
+            self._delete(os.remove, path.join(folder, name))
+        self._delete(os.rmdir, folder)
+
+    def _delete(self, delete: Callable[[str], None], path: str) -> None:
+        """`delete(path)` retried while shared; a path already gone (another process
+        pruned it) is not an error."""
+        try:
+            retry_while_shared(lambda: delete(self._os_path(path)), self._sleep)
+        except FileNotFoundError:
+            pass
+
+    def _names(self, folder: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._os_path(folder)))
+        except OSError:
+            return []
+
+    def _mtime(self, path: str) -> float:
+        try:
+            return os.stat(self._os_path(path)).st_mtime
+        except OSError:
+            return 0.0
+
+    def _entry_files(self, folder: str) -> dict[str, os.stat_result] | None:
+        """The files in `folder` with their status; None when it is not a folder
+        (a link to one included) or holds anything but plain files."""
+        files = {}
+        try:
+            if stat.S_ISLNK(os.lstat(self._os_path(folder)).st_mode):
+                return None
+            with os.scandir(self._os_path(folder)) as listing:
+                for item in listing:
+                    if not item.is_file(follow_symlinks=False):
+                        return None
+                    files[item.name] = item.stat(follow_symlinks=False)
+        except OSError:
+            # Not a folder, or it vanished while being read (another process pruned it).
+            return None
+        return files
+
+    def _committed_in(self, folder: str, folder_name: str,
+                      files: Mapping[str, os.stat_result]) -> tuple[list[StoredEntry], str]:
+        """The committed entries among `files` of entry folder `folder`, and, when
+        there are none, why."""
+        marks = [name for name in files if name.endswith(".json")]
+        if not marks:
+            return [], "no commit mark: a write was interrupted or is in progress"
+        found = []
+        problems = []
+        for mark in marks:
+            data = self._read(self.platform.path.join(folder, mark))
+            parsed = _parse_mark(data, self.platform) if data is not None else None
+            if parsed is None:
+                problems.append(f"{mark} is damaged or of another tritone version")
+                continue
+            record, listed = parsed
+            if _base32(record["key"]) != folder_name or entry_names(record["name"], self.platform).file("json") != mark:
+                problems.append(f"{mark} belongs to another key or kernel")
+                continue
+            wrong = [described["file"] for described in listed.values()
+                     if described["file"] not in files or files[described["file"]].st_size != described["size"]]
+            if wrong:
+                problems.append(f"{', '.join(wrong)} listed in {mark} missing or of another size")
+                continue
+            size = files[mark].st_size + sum(described["size"] for described in listed.values())
+            found.append(StoredEntry(folder, record["key"], record["name"], size, files[mark].st_mtime))
+        return found, "; ".join(problems)
+
 
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
@@ -279,7 +453,7 @@ def default_root(platform: Platform, configured: str | None) -> str:
     return configured or user_cache_dir(platform)
 
 
-def _writable(folder: str, platform: Platform) -> str | None:
+def writable(folder: str, platform: Platform) -> str | None:
     """Why `folder` cannot hold the cache (created if missing), or None when a file
     can be created in it."""
     try:
@@ -316,11 +490,11 @@ def cache_for_root(configured: str | None) -> KernelCache | None:
         if configured in _caches:
             return _caches[configured]
     wanted = default_root(platform, configured)
-    problem = _writable(wanted, platform)
+    problem = writable(wanted, platform)
     root: str | None = wanted
     if problem is not None:
         fallback = _fallback_root()
-        fallback_problem = _writable(fallback, platform)
+        fallback_problem = writable(fallback, platform)
         root = None if fallback_problem is not None else fallback
         where = "TRITON_CACHE_DIR" if configured else "the default cache folder"
         if root is None:
