@@ -201,6 +201,19 @@ def test_nvrtc_too_old_for_the_gpu_falls_back_to_ptx_with_a_warning():
     assert choice.fix == f"install an NVRTC that knows sm_120: {EMBEDDED_EXE} -m pip install nvidia-cuda-nvrtc-cu12"
 
 
+def test_gpu_newer_than_nvrtc_12_is_told_to_install_the_cuda13_wheel():
+    future = ("NVIDIA GPU of a generation after Blackwell", (13, 0))
+    sim = windows({PIP12: (12, 9)}, gpus=[future], driver_version=13000)
+    checks = nvrtc_checks(sim, gpu_facts(sim))
+    choice = by_name(checks, "sm_130")
+    assert choice.status is Status.WARN and "compiles PTX for compute_121" in choice.summary
+    assert choice.fix == f"install an NVRTC that knows sm_130: {EMBEDDED_EXE} -m pip install nvidia-cuda-nvrtc"
+    missing = by_name(nvrtc_checks(windows(gpus=[future], driver_version=13000),
+                                   gpu_facts(windows(gpus=[future], driver_version=13000))), "sm_130")
+    assert missing.status is Status.FAIL
+    assert f"{EMBEDDED_EXE} -m pip install nvidia-cuda-nvrtc   (or: pip install nvidia-cuda-nvrtc)" in missing.fix
+
+
 def test_two_gpus_of_different_generations_get_one_choice_each():
     sim = windows({PIP12: (12, 9)}, gpus=[RTX_5090, GTX_1080])
     names = [check.name for check in nvrtc_checks(sim, gpu_facts(sim))]

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from tritone.platform import SimulatedLibrary, SimulatedPlatform
+from tritone.platform import SimulatedLibrary, SimulatedPlatform, host
 from tritone.runtime import libs
 from tritone.runtime.libs import Candidate, LibraryNotFound, find_driver, find_nvrtc, nvrtc_search
 
@@ -161,6 +161,39 @@ def test_nvrtc13_alone_cannot_compile_for_pascal_and_says_what_to_install():
     assert "No usable NVRTC (NVIDIA's run-time CUDA compiler) that can compile for sm_61" in message
     assert f"{PIP13} [pip nvidia-cuda-nvrtc (CUDA 13)]: NVRTC 13.0, sm_75..sm_121: does not know sm_61" in message
     assert f"Fix: {EMBEDDED}\\python.exe -m pip install nvidia-cuda-nvrtc-cu12" in message
+
+
+def test_package_for_each_architecture_is_one_whose_nvrtc_knows_it():
+    packages = {libs.PIP_NVRTC_12: ARCHS[(12, 9)], libs.PIP_NVRTC_13: ARCHS[(13, 0)]}
+    for arch in sorted({*ARCHS[(12, 9)], *ARCHS[(13, 0)]}):
+        assert arch in packages[libs.package_for(arch)], arch
+    # Pascal and Volta only in CUDA 12; None (no GPU) gets CUDA 12's, the default dependency.
+    assert libs.package_for(61) == libs.package_for(70) == libs.package_for(None) == "nvidia-cuda-nvrtc-cu12"
+    assert libs.package_for(121) == "nvidia-cuda-nvrtc-cu12"
+    # Jetson Thor is sm_110 from CUDA 13 on (sm_101 before): only NVRTC 13 knows it.
+    assert libs.package_for(110) == libs.package_for(88) == libs.package_for(130) == "nvidia-cuda-nvrtc"
+    assert libs.ARCHS_OF_NVRTC_12 == set(ARCHS[(12, 9)])
+
+
+def test_archs_of_nvrtc_12_are_what_the_installed_nvrtc_12_9_answers():
+    try:
+        choice = find_nvrtc(host())
+    except LibraryNotFound:
+        pytest.skip("no NVRTC on this machine")
+    if choice.version != (12, 9):
+        pytest.skip(f"the NVRTC here is {choice.nvrtc.version_text}, not 12.9")
+    assert set(choice.nvrtc.supported_archs) == libs.ARCHS_OF_NVRTC_12
+
+
+def test_gpu_newer_than_nvrtc_12_is_told_to_install_cuda13s():
+    sim = windows({PIP12: (12, 9)})
+    choice = find_nvrtc(sim, 130, driver_version=13000)
+    assert choice.ptx_fallback and choice.target_arch == 121
+    assert choice.reason.endswith(f"{EMBEDDED}\\python.exe -m pip install nvidia-cuda-nvrtc   "
+                                  "(or: pip install nvidia-cuda-nvrtc)")
+    with pytest.raises(LibraryNotFound) as caught:
+        find_nvrtc(windows({}), 130, driver_version=13000)
+    assert f"Fix: {EMBEDDED}\\python.exe -m pip install nvidia-cuda-nvrtc   (or:" in str(caught.value)
 
 
 def test_nvrtc13_needs_a_cuda13_driver():

@@ -19,8 +19,6 @@ from .report import Check, Status, pip_install, worst
 GPU = "GPU"
 NVRTC = "NVRTC"
 NO_DEVICE = "CUDA_ERROR_NO_DEVICE"
-# NVRTC 12.9 knows sm_50 to sm_121; newer GPUs need NVRTC 13.
-_NEWEST_ARCH_OF_NVRTC_12 = 121
 
 
 @dataclass(frozen=True)
@@ -134,10 +132,6 @@ def _found_probes(platform: Platform, probes: Sequence[libs.Probe]) -> list[libs
             if probe.version is not None or platform.path.basename(probe.candidate.path) != probe.candidate.path]
 
 
-def _nvrtc_package(arch: int | None) -> str:
-    return libs.PIP_NVRTC_13 if arch is not None and arch > _NEWEST_ARCH_OF_NVRTC_12 else libs.PIP_NVRTC_12
-
-
 def nvrtc_checks(platform: Platform, gpu: GpuFacts) -> list[Check]:
     """NVRTC as tritone chooses it for each GPU architecture present (or for no
     particular one without a GPU), then the CUDA_PATH check."""
@@ -159,14 +153,14 @@ def _nvrtc_choice(platform: Platform, arch: int | None, report: libs.LibraryRepo
         searched = tuple(f"searched: {place}" for place in report.nvrtc_places)
         return Check(NVRTC, name, Status.FAIL if have_gpu else Status.WARN,
                      f"no usable NVRTC{for_what}: kernels cannot be compiled for the GPU", candidates + searched,
-                     "\n".join(fix) or pip_install(platform.executable(), [_nvrtc_package(arch)]))
+                     "\n".join(fix) or pip_install(platform.executable(), [libs.package_for(arch)]))
     where = f"NVRTC {choice.nvrtc.version_text} at {choice.candidate.path} [{choice.candidate.source}]"
     if choice.ptx_fallback:
         return Check(NVRTC, name, Status.WARN,
                      f"no NVRTC found knows sm_{arch}: {where} compiles PTX for compute_{choice.target_arch} "
                      "and the driver JITs it (slower first launch, no sm-specific instructions)",
                      candidates, f"install an NVRTC that knows sm_{arch}: "
-                                 f"{pip_install(platform.executable(), [_nvrtc_package(arch)])}")
+                                 f"{pip_install(platform.executable(), [libs.package_for(arch)])}")
     why = "first usable in tritone's search order" + (f" that knows sm_{arch}" if arch is not None else "")
     return Check(NVRTC, name, Status.PASS, f"{where}: {why}", candidates)
 

@@ -43,6 +43,10 @@ from tritone.runtime.nvrtc import NVRTC, NVRTCError
 
 PIP_NVRTC_12 = "nvidia-cuda-nvrtc-cu12"
 PIP_NVRTC_13 = "nvidia-cuda-nvrtc"
+# What NVRTC 12.9, the last 12.x, knows (nvrtcGetSupportedArchs). NVRTC 13 starts at sm_75 and adds
+# sm_88, sm_110 (Jetson Thor, sm_101 before CUDA 13) and every architecture after sm_121.
+ARCHS_OF_NVRTC_12 = frozenset({50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121})
+_OLDEST_ARCH_OF_NVRTC_13 = 75
 NVRTC_OVERRIDE = "TRITONE_NVRTC_PATH"
 DRIVER_OVERRIDE = "TRITONE_LIBCUDA_PATH"
 
@@ -144,9 +148,16 @@ def _driver_cuda_text(driver_version: int) -> str:
     return f"{driver_version // 1000}.{driver_version % 1000 // 10}"
 
 
-def _package_for(arch: int | None) -> str:
-    """The pip package whose NVRTC targets `arch`: 12.9 covers sm_50 to sm_121 (13 starts at sm_75)."""
-    return PIP_NVRTC_13 if arch is not None and arch > 121 else PIP_NVRTC_12
+def package_for(arch: int | None) -> str:
+    """The pip package whose NVRTC compiles for compute capability `arch` (86 for
+    8.6): CUDA 12's `nvidia-cuda-nvrtc-cu12` for every architecture NVRTC 12.9
+    knows (sm_50 to sm_121: it also knows Pascal and Volta, and its output runs
+    on CUDA 12 drivers); CUDA 13's `nvidia-cuda-nvrtc` for the others from
+    sm_75 on (sm_88, sm_110, anything after sm_121). None (no particular GPU)
+    gets the CUDA 12 one, tritone's default dependency."""
+    if arch is None or arch in ARCHS_OF_NVRTC_12 or arch < _OLDEST_ARCH_OF_NVRTC_13:
+        return PIP_NVRTC_12
+    return PIP_NVRTC_13
 
 
 def _install_command(platform: Platform, package: str) -> str:
@@ -451,7 +462,7 @@ def find_nvrtc(platform: Platform, arch: int | None = None, *, override: str | N
         probes[index] = Probe(candidate, nvrtc.version, nvrtc.supported_archs, f"chosen: PTX for compute_{target}")
         reason = (f"no NVRTC found knows sm_{arch}; NVRTC {nvrtc.version_text} at {candidate.path} "
                   f"({candidate.source}) compiles PTX for compute_{target} and the driver JITs it for sm_{arch}. "
-                  f"A newer NVRTC compiles for sm_{arch} directly: {_install_command(platform, _package_for(arch))}")
+                  f"A newer NVRTC compiles for sm_{arch} directly: {_install_command(platform, package_for(arch))}")
         return NvrtcChoice(nvrtc, candidate, target, True, reason, tuple(probes), search.places)
     raise LibraryNotFound(_nvrtc_failure(platform, arch, driver_version, override, search, probes),
                           search.places, probes)
@@ -470,7 +481,7 @@ def _nvrtc_failure(platform: Platform, arch: int | None, driver_version: int | N
     lines += [f"  - {probe.describe()}" for probe in probes]
     lines.append("Searched:")
     lines += [f"  - {place}" for place in search.places]
-    lines.append(f"Fix: {_install_command(platform, _package_for(arch))}")
+    lines.append(f"Fix: {_install_command(platform, package_for(arch))}")
     if override:
         lines.append(f"or point {NVRTC_OVERRIDE} at a usable NVRTC library (or unset it to let tritone search).")
     else:
