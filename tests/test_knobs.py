@@ -74,3 +74,44 @@ def test_launch_option_defaults_follow_the_knobs(monkeypatch):
     assert options.default_dot_input_precision == "tf32x3"
     assert options.debug is True
     assert KernelOptions.from_dict({"enable_fp_fusion": True}).enable_fp_fusion is True
+
+
+def test_disable_line_info(monkeypatch):
+    monkeypatch.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
+    assert knobs.compilation.disable_line_info is False
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    assert knobs.compilation.disable_line_info is True
+
+
+def test_knob_reader_gives_what_the_attributes_give(monkeypatch):
+    names = ["TRITON_INTERPRET", "TRITONE_INTERPRET", "TRITON_DEBUG", "TRITON_F32_DEFAULT", "TRITON_CACHE_DIR"]
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    pairs = [(knobs.runtime, "interpret"), (knobs.compilation, "debug"), (knobs.language, "fp32_default"),
+             (knobs.cache, "dir")]
+    reader = knobs.KnobReader(*pairs)
+
+    def attributes():
+        return tuple(getattr(group, name) for group, name in pairs)
+
+    assert reader() == attributes() == (False, False, None, None)
+    monkeypatch.setenv("TRITONE_INTERPRET", "on")
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    assert reader() == attributes() == (True, False, "ieee", None)
+    monkeypatch.delenv("TRITONE_INTERPRET")
+    monkeypatch.delenv("TRITON_F32_DEFAULT")
+    knobs.compilation.debug = True
+    try:
+        assert reader() == attributes() == (False, True, None, None)
+    finally:
+        del knobs.compilation.debug
+    assert reader() == (False, False, None, None)
+    # Knobs outside the reader's list do not matter to it.
+    knobs.compilation.always_compile = True
+    try:
+        assert reader() == (False, False, None, None)
+    finally:
+        del knobs.compilation.always_compile
+    # os.environ replaced by a plain mapping.
+    monkeypatch.setattr("os.environ", {"TRITON_DEBUG": "yes", "TRITON_CACHE_DIR": "/c"})
+    assert reader() == (False, True, None, "/c")

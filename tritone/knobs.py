@@ -62,9 +62,36 @@ class _EnvKnob:
 
     def __set__(self, instance, value) -> None:
         instance.__dict__.setdefault("_overrides", {})[self.attribute] = value
+        _assigned.add((id(instance), self.attribute))
 
     def __delete__(self, instance) -> None:
         instance.__dict__.setdefault("_overrides", {}).pop(self.attribute, None)
+        _assigned.discard((id(instance), self.attribute))
+
+
+# (id of the group, knob name) of every knob assigned now, for `KnobReader`.
+_assigned: set[tuple[int, str]] = set()
+
+
+class KnobReader:
+    """Reads a fixed list of knobs together, for code that runs on every launch:
+    `reader()` is the tuple of their values. While none of their variables is set
+    and none of them is assigned (the usual case), two checks in C answer with
+    their defaults; otherwise each knob is read as its attribute is."""
+
+    def __init__(self, *knobs: tuple[Any, str]):
+        self._knobs = knobs
+        descriptors = [type(group).__dict__[name] for group, name in knobs]
+        self._keys = frozenset(key for descriptor in descriptors for key in descriptor.keys)
+        self._assignable = frozenset((id(group), name) for group, name in knobs)
+        self._defaults = tuple(descriptor.default for descriptor in descriptors)
+
+    def __call__(self) -> tuple:
+        environ = os.environ
+        if (type(environ) is _ENVIRON_TYPE and environ._data.keys().isdisjoint(self._keys)
+                and self._assignable.isdisjoint(_assigned)):
+            return self._defaults
+        return tuple(getattr(group, name) for group, name in self._knobs)
 
 
 def _parse_bool(text: str) -> bool:

@@ -128,7 +128,11 @@ def launch_site() -> tuple[GPUTarget, int | None]:
     arch its compute capability or the one TRITONE_TARGET forces; else
     `INTERPRETER_SITE`. TRITON_INTERPRET / TRITONE_INTERPRET is read on every
     call; whether a GPU is usable is decided once per process."""
-    if knobs.runtime.interpret:
+    return _site(knobs.runtime.interpret)
+
+
+def _site(interpret: bool) -> tuple[GPUTarget, int | None]:
+    if interpret:
         return INTERPRETER_SITE
     gpu = _gpu
     if gpu is _UNDECIDED:
@@ -208,6 +212,12 @@ def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
 # (hashed in C, unlike KernelOptions) and options are built from it once.
 _options_memo: dict[tuple, KernelOptions] = {}
 
+# The knobs every launch reads: where to run, whether to use the cache, and those
+# that give option defaults.
+_launch_knobs = knobs.KnobReader((knobs.runtime, "interpret"), (knobs.compilation, "always_compile"),
+                                 (knobs.compilation, "default_fp_fusion"), (knobs.language, "fp32_default"),
+                                 (knobs.compilation, "debug"))
+
 
 def _options(key: tuple, extra: dict[str, Any], debug_default: Any) -> KernelOptions:
     """The KernelOptions of an options key (see `launch`); raises ValueError for bad values."""
@@ -250,12 +260,13 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
         for hook in fn.pre_run_hooks:
             hook(*args, **kwargs)
 
-    options_key = (tuple(sorted(extra.items())) if extra else (), fn.debug, knobs.compilation.default_fp_fusion,
-                   knobs.language.fp32_default, knobs.compilation.debug)
-    site = launch_site()
+    interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = _launch_knobs()
+    options_key = (tuple(sorted(extra.items())) if extra else (), fn.debug, fp_fusion_default, fp32_default,
+                   debug_knob)
+    site = _site(interpret)
     cache = fn.device_caches.for_site(site)
     key = (specialization, options_key)
-    kernel = None if knobs.compilation.always_compile else cache.get(key)
+    kernel = None if always_compile else cache.get(key)
     if kernel is None:
         options = _options(options_key, extra, fn.debug)
         kernel = compiler.compile(_source_for(fn, bound, specialization), target=site[0], options=options)
