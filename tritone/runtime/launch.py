@@ -158,8 +158,9 @@ def gpu_unavailable_reason() -> str | None:
 
 
 def reset_active_target() -> None:
-    """Forget the GPU decision, so the next launch probes the driver again and
-    rereads TRITONE_TARGET (for tests, or after changing TRITONE_LIBCUDA_PATH)."""
+    """Forget the GPU decision, so that the next launch probes the driver again
+    and rereads TRITONE_TARGET (tests use it; so may a program that sets
+    TRITONE_TARGET after its first launch)."""
     global _gpu, _gpu_reason
     with _gpu_lock:
         _gpu, _gpu_reason = _UNDECIDED, None
