@@ -85,7 +85,13 @@ def test_other_backends_are_refused():
         triton.compile(inductor_source(), target=GPUTarget("hip", "gfx942", 64))
 
 
-def test_constexpr_keys_by_name_or_index_give_the_same_kernel():
+@pytest.fixture
+def interpreter(monkeypatch):
+    """Kernels compiled without a target run in the interpreter, even where a GPU is present."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def test_constexpr_keys_by_name_or_index_give_the_same_kernel(interpreter):
     by_name = triton.compile(inductor_source("XBLOCK"), options=INDUCTOR_OPTIONS)
     by_index = triton.compile(inductor_source((5,)), options=INDUCTOR_OPTIONS)
     assert by_name.hash == by_index.hash
@@ -94,7 +100,7 @@ def test_constexpr_keys_by_name_or_index_give_the_same_kernel():
     assert other.hash != by_name.hash
 
 
-def test_regular_launcher_call_runs_on_the_interpreter():
+def test_regular_launcher_call_runs_on_the_interpreter(interpreter):
     binary = triton.compile(inductor_source(), options=INDUCTOR_OPTIONS)
     binary._init_handles()
     assert binary.n_spills == 0 and isinstance(binary.n_regs, int)
@@ -113,7 +119,7 @@ def test_regular_launcher_call_runs_on_the_interpreter():
     np.testing.assert_array_equal(out, a + b * np.float32(2.0))
 
 
-def test_source_errors():
+def test_source_errors(interpreter):
     with pytest.raises(TypeError, match="no parameter 'nope'"):
         ASTSource(scaled_add, {"nope": "i32"})
     partial = ASTSource(scaled_add, {"in_ptr0": "*fp32"}, {"XBLOCK": 64})

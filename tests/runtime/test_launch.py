@@ -1,4 +1,6 @@
-"""`kernel[grid](...)` on the interpreter path: results, caching, grids, options, errors."""
+"""`kernel[grid](...)` on the interpreter path: results, caching, grids, options,
+errors. The interpreter is asked for (TRITON_INTERPRET), so that these run the
+same where a GPU is present (tests/runtime/test_gpu_path.py covers the GPU)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr = 64, ROWS=2):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * factor, mask=mask)
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 def cache_entries(kernel) -> int:
