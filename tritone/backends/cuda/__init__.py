@@ -3,10 +3,14 @@
 The whole lowering, in order:
 
 1. `layout_pass`: a distributed layout for every block value (coalesced for
-   memory accesses), `convert_layout` where producers and consumers disagree,
-   and the clean-up of needless conversions;
-2. `smem`: the kernel's shared scratch memory;
-3. `codegen`: per-thread C++ over register arrays, after the prelude.
+   memory accesses, mma fragments for dots), `convert_layout` where producers
+   and consumers disagree, and the clean-up of needless conversions;
+2. `dot.operands`: each dot operand into registers in a dot-operand layout
+   or into a shared tile;
+3. `pipeline`: loads feeding dots in loops become `cp.async` copies into
+   multi-stage shared buffers, issued `num_stages - 1` trips ahead (8.0+);
+4. `smem`: shared memory for tiles and scratch, by liveness;
+5. `codegen`: per-thread C++ over register arrays, after the prelude.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from tritone.passes import PassContext
 from . import layout_pass, smem
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
+from .dot import operands
 
 __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max_shared_memory"]
 
 # The GPU passes, in the order they run (after the frontend's passes).
-GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, smem)
+GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, operands, smem)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,

@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     codegen_layout,
     codegen_memory,
     codegen_reduce,
+    dot,
 )
 from .codegen_base import CodegenError, CodegenOptions, Emitter
 from .codegen_types import ctype

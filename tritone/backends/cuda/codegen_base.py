@@ -137,6 +137,13 @@ class Emitter:
         self._thread_coords: dict[tuple, str] = {}
         self._line: tuple[str, int] | None = None
         self.uses_scratch = False
+        # byte offset of the scratch memory of the op being generated (smem.py plans it)
+        self.scratch_base = 0
+        # shared-memory accesses since the last barrier, (start, end, is_write) byte ranges;
+        # None when unknown (a loop body may follow its own end, a branch either side)
+        self.shared_accesses: list[tuple[int, int, bool]] | None = []
+        # values computed once per kernel by code generators (per-thread addresses, ...), by key
+        self.memo: dict = {}
         # what the `yield`/`condition` ending the region being generated does with its operands
         self.terminators: list[Callable[[list[str]], None]] = []
 
@@ -294,19 +301,33 @@ class Emitter:
 
     # -- shared memory ------------------------------------------------------------
     def scratch(self, ctype_name: str, byte_offset: int, nbytes: int) -> str:
-        """A `ctype_name*` into the kernel's shared scratch buffer at `byte_offset`
-        (a multiple of 16), for `nbytes` bytes that `smem.py` planned for."""
-        if byte_offset + nbytes > self.scratch_limit:
-            raise CodegenError(f"shared scratch of {byte_offset + nbytes} bytes exceeds the "
+        """A `ctype_name*` into the shared scratch memory of the op being generated,
+        `byte_offset` (a multiple of 16) into it, for `nbytes` bytes that `smem.py`
+        planned for."""
+        start = self.scratch_base + byte_offset
+        if start + nbytes > self.scratch_limit:
+            raise CodegenError(f"shared scratch of {start + nbytes} bytes exceeds the "
                                f"{self.scratch_limit} bytes planned")
         self.uses_scratch = True
-        return f"reinterpret_cast<{ctype_name}*>(tt_smem + {byte_offset})"
+        return f"reinterpret_cast<{ctype_name}*>(tt_smem + {start})"
 
     def barrier(self) -> None:
         self.line("__syncthreads();")
+        self.shared_accesses = []
+
+    def shared_access(self, start: int, end: int, write: bool) -> None:
+        """Note an access to shared bytes [start, end) by the code that follows,
+        first emitting a barrier when an access since the last barrier may
+        conflict with it (the same bytes, one of the two a write)."""
+        seen = self.shared_accesses
+        if seen is None or any(s < end and start < e and (w or write) for s, e, w in seen):
+            self.barrier()
+        self.shared_accesses.append((start, end, write))
 
     # -- regions ------------------------------------------------------------------
     def emit_region(self, region: Region) -> None:
+        if region is not self.fn.body:
+            self.shared_accesses = None
         for op in region.ops:
             self.emit_op(op)
 
@@ -315,4 +336,12 @@ class Emitter:
         if generator is None:
             raise CodegenError(f"the CUDA backend cannot generate `{op.name}` yet (at {op.loc})")
         self.at(op.loc)
-        generator(self, op)
+        saved = self.scratch_base
+        self.scratch_base = int(op.attrs.get("scratch_offset", 0))
+        try:
+            generator(self, op)
+        finally:
+            self.scratch_base = saved
+        if op.regions or "scratch_offset" in op.attrs:
+            # Which shared bytes a region or a scratch user touched is not tracked.
+            self.shared_accesses = None

@@ -25,7 +25,7 @@ from .codegen_base import (
     row_major_strides,
 )
 from .codegen_types import ctype
-from .layouts import Coord, LinearLayout
+from .layouts import Coord, LinearLayout, SwizzledSharedLayout
 
 CoordMap = Callable[[Coord], Coord]
 
@@ -212,6 +212,10 @@ def emit_expand_dims(em: Emitter, op: Operation) -> None:
 
 @emits("permute")
 def emit_permute(em: Emitter, op: Operation) -> None:
+    if isinstance(op.results[0].type.layout, SwizzledSharedLayout):
+        # a shared tile seen with permuted dims: the same bytes
+        em.bind(op.results[0], em.name(op.operands[0]))
+        return
     strides = row_major_strides(tuple(op.operands[0].type.shape))
     reads = [strides[d] for d in op.attrs["order"]]
     _move(em, op, _permute_map(op), strides, reads)
@@ -237,7 +241,7 @@ def emit_convert_layout(em: Emitter, op: Operation) -> None:
 @needs_scratch("broadcast", "expand_dims", "permute", "reshape", "convert_layout")
 def move_scratch_bytes(op: Operation) -> int:
     dst = op.results[0]
-    if not dst.type.is_block():
+    if not dst.type.is_block() or isinstance(dst.type.layout, SwizzledSharedLayout):
         return 0
     maps = {"broadcast": _broadcast_map, "expand_dims": _expand_map, "permute": _permute_map,
             "reshape": _reshape_map, "convert_layout": lambda o: (lambda c: c)}

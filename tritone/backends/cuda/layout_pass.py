@@ -14,7 +14,10 @@ How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pa
    (same layout), `expand_dims` (the operand is a slice of the result's layout),
    `reduce` (the result is a slice of the operand's layout), `permute` (the
    blocked layout with permuted dims).
-3. Anchors: the access side of each load and atomic gets a *coalesced* blocked
+3. Anchors: the result and accumulator of each dot get the layout its
+   implementation (`dot/`) asks for (mma accumulator fragments on tensor
+   cores); its a and b operands keep what their producers give them
+   (`dot/operands.py` moves them afterwards). The access side of each load and atomic gets a *coalesced* blocked
    layout: dims ordered by the pointer's contiguity, and as many contiguous
    elements per thread as axis analysis proves aligned, up to 16 bytes (one per
    thread for atomics). The data side of a load prefers its access layout.
@@ -36,8 +39,9 @@ from typing import Iterator
 from tritone.ir.core import Function, Module, Operation, Region, Value, replace_all_uses
 from tritone.ir.ops import BINARY_OPS, FLOAT_MATH_OPS, is_removable_when_unused
 
+from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
-from .layouts import BlockedLayout, DistributedLayout, SliceLayout, default_blocked_layout
+from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 
 # Ops whose block operands and results all share one layout.
 ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
@@ -47,16 +51,20 @@ MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
 _CHEAP_SOURCES = frozenset({"constant", "arange", "splat", "broadcast", "expand_dims"})
 _REMAT_OPS = ELEMENTWISE_OPS | _CHEAP_SOURCES
 _REMAT_LIMIT = 32
+# Ops whose results may be shared tiles (dot/shared.py).
+_SHARED_TILE_OPS = ("local_alloc", "local_buffer", "local_index", "permute")
 
 
 def run(module: Module, ctx=None) -> None:
     """Assign layouts to every block value of `module` and insert the needed
     `convert_layout` ops (docs/IR.md); `num_warps` comes from the module's
-    attributes, else from `ctx.options`, else 4."""
+    attributes, else from `ctx.options`, else 4; `target` (the compute
+    capability, which decides the dots' layouts) from `ctx.options`, else 80."""
     options = getattr(ctx, "options", None) or {}
     num_warps = int(module.attrs.get("num_warps", options.get("num_warps", 4)))
+    target = int(options.get("target", 80))
     for fn in module.functions.values():
-        assign_layouts(fn, num_warps)
+        assign_layouts(fn, num_warps, target)
         cleanup_conversions(fn)
 
 
@@ -193,9 +201,11 @@ def _is_cheap(value: Value) -> bool:
 
 
 class _Assigner:
-    def __init__(self, fn: Function, num_warps: int):
+    def __init__(self, fn: Function, num_warps: int, target: int = 80):
         self.fn = fn
         self.num_warps = num_warps
+        self.target = target
+        self.dots: list[Operation] = []
         self.infos: AxisInfoMap = analyze(fn)
         self.classes = _Classes()
         self.links: list[_Link] = []
@@ -245,6 +255,9 @@ class _Assigner:
                 self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif name in ("broadcast", "expand_dims", "permute"):
             self.links.append(_Link(op, op.operands[0], op.results[0]))
+        elif name == "dot":
+            self.join([op.results[0], op.operands[2]])
+            self.dots.append(op)
         elif name == "gather":
             self.join([op.results[0], op.operands[1]])
         elif name == "histogram":
@@ -309,6 +322,10 @@ class _Assigner:
         return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=op.name in ("load", "store"))
 
     def choose(self) -> None:
+        chained = dot.chained_dots(self.fn) if self.dots else set()
+        for op in self.dots:
+            impl = dot.select(op, self.target)
+            self.offer(op.results[0], impl.infer_layout(op, self.target, self.num_warps, id(op) in chained))
         block_memory = [op for op in self.memory_ops if _is_block(op.operands[0])]
         for op in block_memory:
             if op.name != "store":
@@ -371,6 +388,8 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
         return [first.type.layout if _is_block(first) else None] * n
     if name in ("broadcast", "expand_dims", "permute"):
         return [operand_layout_for(op, op.results[0].type.layout)]
+    if name == "dot":
+        return [None, None, op.results[0].type.layout]
     if name == "gather":
         return [None, op.results[0].type.layout]
     if name == "histogram":
@@ -395,9 +414,10 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
     return [None] * n
 
 
-def assign_layouts(fn: Function, num_warps: int) -> None:
-    """Give every block value of `fn` a layout, inserting conversions where needed."""
-    assigner = _Assigner(fn, num_warps)
+def assign_layouts(fn: Function, num_warps: int, target: int = 80) -> None:
+    """Give every block value of `fn` a layout, inserting conversions where needed;
+    dots get the layouts of their implementation on compute capability `target`."""
+    assigner = _Assigner(fn, num_warps, target)
     assigner.collect()
     assigner.choose()
     assigner.apply()
@@ -544,8 +564,9 @@ def conversions(fn: Function) -> list[Operation]:
 
 def verify_layouts(fn: Function) -> None:
     """Check the invariants codegen relies on; AssertionError naming the op when broken:
-    every block value has a distributed layout; elementwise ops, memory ops, scans
-    and carried values agree; shape ops and reductions follow their layout rules."""
+    every block value has a distributed layout, except the shared tiles of the dot
+    ops (`dot/shared.py`); elementwise ops, memory ops, scans and carried values
+    agree; shape ops, reductions and dots follow their layout rules."""
 
     def same(op: Operation, values: list[Value]) -> None:
         layouts = {v.type.layout for v in _blocks(values)}
@@ -553,7 +574,11 @@ def verify_layouts(fn: Function) -> None:
 
     for op in _walk_with_regions(fn.body):
         for v in _blocks(op.results) + [a for r in op.regions for a in _blocks(r.args)]:
-            assert isinstance(v.type.layout, DistributedLayout), f"{op.name} at {op.loc}: {v.type} has no layout"
+            shared = op.name in _SHARED_TILE_OPS and isinstance(v.type.layout, SwizzledSharedLayout)
+            assert shared or isinstance(v.type.layout, DistributedLayout), (
+                f"{op.name} at {op.loc}: {v.type} has no layout")
+        if op.name == "dot":
+            same(op, [op.operands[2], op.results[0]])
         if op.name in ELEMENTWISE_OPS or op.name in MEMORY_OPS or op.name == "scan":
             same(op, op.operands + op.results)
         elif op.name in ("broadcast", "expand_dims"):

@@ -1,0 +1,468 @@
+"""The generated mma code feeds every tensor-core instruction the right elements,
+checked without a GPU: a simulator evaluates the generated C++ address
+arithmetic for every lane and warp, models `st.shared`, `cp.async`, `ldmatrix`
+(plain and `.trans`) and the fp8/tf32 fragment conversions, and assembles each
+`mma` call's operands with the fragment layouts of PTX_FACTS 1.2 (checked on
+an H200). For every accumulator element, each mma must pair a[.., m, k] with
+b[.., k, n] for the element's m and n, and over all mmas every k must come
+exactly as often as every other (once; three times for tf32x3).
+
+Kernels are written in the Triton language and compiled by the frontend."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from types import MappingProxyType
+
+import numpy as np
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.dot.shared import TileGeometry
+from tritone.compiler.compiler import ASTSource
+
+# -- kernels -----------------------------------------------------------------------------
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, stride_am, stride_ak, stride_bk, stride_bn, M: tl.constexpr, N: tl.constexpr,
+               K: tl.constexpr, TRANS_A: tl.constexpr, TRANS_B: tl.constexpr, ACC: tl.constexpr,
+               PRECISION: tl.constexpr):
+    offs_m = tl.arange(0, M)
+    offs_n = tl.arange(0, N)
+    offs_k = tl.arange(0, K)
+    if TRANS_A:
+        a = tl.load(a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am)
+        a = tl.trans(a)
+    else:
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    if TRANS_B:
+        b = tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :] * stride_bk)
+        b = tl.trans(b)
+    else:
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn)
+    c = tl.dot(a, b, out_dtype=ACC, input_precision=PRECISION)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], c)
+
+
+@triton.jit
+def chained_kernel(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr):
+    offs_m = tl.arange(0, M)
+    offs_n = tl.arange(0, N)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    kt = tl.load(k_ptr + offs_d[:, None] + offs_n[None, :] * D)
+    v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :])
+    p = tl.dot(q, kt)
+    p = tl.exp(p - tl.max(p, 1)[:, None]).to(tl.float16)
+    o = tl.dot(p, v)
+    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], o)
+
+
+@triton.jit
+def batched_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    ob = tl.arange(0, B)[:, None, None]
+    om = tl.arange(0, M)[None, :, None]
+    on = tl.arange(0, N)[None, None, :]
+    ok = tl.arange(0, K)
+    a = tl.load(a_ptr + ob * M * K + om * K + ok[None, None, :])
+    b = tl.load(b_ptr + ob * K * N + ok[None, :, None] * N + on)
+    tl.store(c_ptr + ob * M * N + om * N + on, tl.dot(a, b))
+
+
+def compile_ir(fn, signature, constexprs, arch, num_warps=4, divisible=()):
+    src = ASTSource(fn, signature, constexprs, {name: [["tt.divisibility", 16]] for name in divisible})
+    module = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps}).ir
+    names = [a.name_hint for a in module.kernel.args]
+    module.kernel.attrs["arg_attrs"] = {i: {"divisibility": 16} for i, n in enumerate(names) if n in divisible}
+    return module
+
+
+_DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i32", "stride_ak": "i32",
+            "stride_bk": "i32", "stride_bn": "i32"}
+
+
+def dot_module(arch, dtype, m, n, k, trans_a=False, trans_b=False, acc=tl.float32, precision="tf32",
+               num_warps=4, acc_name="fp32"):
+    sig = dict(_DOT_SIG, a_ptr=f"*{dtype}", b_ptr=f"*{dtype}", c_ptr=f"*{acc_name}")
+    consts = {"M": m, "N": n, "K": k, "TRANS_A": trans_a, "TRANS_B": trans_b, "ACC": acc, "PRECISION": precision,
+              # unit strides along the contiguous dims, so loads are vectorised
+              "stride_ak" if not trans_a else "stride_am": 1, "stride_bn" if not trans_b else "stride_bk": 1}
+    sig = {name: t for name, t in sig.items() if name not in consts}
+    return compile_ir(dot_kernel, sig, consts, arch, num_warps, divisible=tuple(sig))
+
+
+# -- the simulator --------------------------------------------------------------------------------
+
+def lower(module, target):
+    """Run the GPU passes and the code generator; the Emitter (lines, prologue, names)."""
+    from tritone.backends.cuda import GPU_PASSES
+    from tritone.backends.cuda.codegen import generate_kernel  # noqa: F401  (registers the generators)
+    from tritone.backends.cuda.codegen_base import CodegenOptions, Emitter
+    from tritone.passes import PassContext
+
+    num_warps = int(module.attrs.get("num_warps", 4))
+    module.attrs["num_warps"] = num_warps
+    ctx = PassContext(MappingProxyType({"num_warps": num_warps, "target": target,
+                                        "num_stages": module.attrs.get("num_stages", 3)}))
+    for pass_module in GPU_PASSES:
+        pass_module.run(module, ctx)
+    fn = module.kernel
+    em = Emitter(fn, target, CodegenOptions(num_warps=num_warps), int(module.attrs.get("shared", 0)))
+    for i, arg in enumerate(fn.args):
+        em.bind(arg, f"arg{i}")
+    em.emit_region(fn.body)
+    return em
+
+
+_CAST = re.compile(r"\((?:unsigned|int|unsigned short|unsigned char|signed char|short)\)")
+_SUFFIX = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)u\b")
+
+
+def _py(expr: str) -> str:
+    expr = _CAST.sub("", expr)
+    return _SUFFIX.sub(r"\1", expr).replace("tt_shared_u32(tt_smem)", "0")
+
+
+def _split_args(text: str) -> list[str]:
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        cur += ch
+    if cur.strip():
+        args.append(cur.strip())
+    return args
+
+
+_REF = re.compile(r"(\w+)\[(\d+)\]")
+_SHARED_READ = re.compile(r"\*reinterpret_cast<const ([\w ]+)\*>\(tt_smem \+ ")
+
+
+def _smem_reads(expr: str) -> list[str]:
+    """The address expressions of `*reinterpret_cast<const T*>(tt_smem + ADDR)` in order."""
+    out = []
+    for match in _SHARED_READ.finditer(expr):
+        depth, i = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(expr[i], 0)
+            i += 1
+        out.append(expr[match.end():i - 1])
+    return out
+
+
+class Simulator:
+    """Runs the shared-memory and mma lines of one generated kernel body for every
+    thread; `check_dot(op)` verifies the mmas of a dot."""
+
+    def __init__(self, em, num_warps):
+        self.em = em
+        self.num_warps = num_warps
+        self.values = {name: value for value, name in em.names.items()}
+        self.smem: dict[int, tuple] = {}
+        # 8-address phases of ldmatrix and 16-byte st.shared that hit a 16-byte bank group twice
+        self.conflicts = 0
+        self.tiles = []
+        for op in em.fn.walk():
+            if op.name == "local_alloc":
+                ty = op.results[0].type
+                geom = TileGeometry(ty.layout, tuple(ty.shape), ty.scalar.itemsize)
+                self.tiles.append((int(op.attrs["offset"]), em.names[op.operands[0]], geom))
+
+    def elements(self, name: str, reg: int, lane: int, warp: int):
+        """(storage name, coordinates) of register `reg` of a register array."""
+        ty = self.values[name].type
+        return (name, ty.layout.linear(tuple(ty.shape)).coords(reg, lane, warp))
+
+    def run(self):
+        """Every mma call: {"helper", "warp", "lanes": {lane: [operand element lists]}}."""
+        threads = [(w, lane) for w in range(self.num_warps) for lane in range(32)]
+        events = {t: self._thread(*t) for t in threads}
+        for warp in range(self.num_warps):
+            lanes = [events[(warp, lane)] for lane in range(32)]
+            for i, ev in enumerate(lanes[0]):
+                if ev[0] == "store" and ev[3] * len(ev[2]) == 16:
+                    for quarter in range(4):
+                        self._count_conflicts([lanes[lane][i][1] for lane in range(8 * quarter, 8 * quarter + 8)])
+        for evs in events.values():
+            for ev in evs:
+                if ev[0] == "store":
+                    _, address, elems, eb = ev
+                    self._check_layout(address, elems)
+                    for i, elem in enumerate(elems):
+                        for byte in range(eb):
+                            key = address + i * eb + byte
+                            old = self.smem.get(key)
+                            assert old is None or old == (elem, byte), (
+                                f"shared byte {key} written with {old} and {(elem, byte)}")
+                            self.smem[key] = (elem, byte)
+        calls = []
+        for warp in range(self.num_warps):
+            lanes = [events[(warp, lane)] for lane in range(32)]
+            regs = [dict() for _ in range(32)]
+            for i, ev in enumerate(lanes[0]):
+                if ev[0] == "ldmatrix":
+                    rows = [lanes[lane][i][4] for lane in range(32)]
+                    for q in range(ev[2]):
+                        self._count_conflicts(rows[8 * q:8 * q + 8])
+                    for lane in range(32):
+                        for q, out in enumerate(lanes[lane][i][1]):
+                            regs[lane][out] = self._ldmatrix(rows[8 * q:8 * q + 8], lane, ev[3])
+                elif ev[0] == "mma":
+                    call = {"helper": ev[1], "warp": warp, "lanes": {}}
+                    for lane in range(32):
+                        call["lanes"][lane] = [self._value(regs[lane], a, lane, warp) for a in lanes[lane][i][2]]
+                    calls.append(call)
+                else:
+                    for lane in range(32):
+                        self._local(regs[lane], lanes[lane][i], lane, warp)
+        return calls
+
+    def _count_conflicts(self, addresses):
+        if len({a // 16 for a in addresses}) == len({(a // 16) % 8 for a in addresses}):
+            return
+        self.conflicts += 1
+
+    def _check_layout(self, address, elems):
+        """A stored element sits where its tile's layout says (PTX_FACTS 4)."""
+        for base, source, geom in self.tiles:
+            if elems[0][0] == source:
+                for i, (_, coords) in enumerate(elems):
+                    expected = base + geom.byte_offset(coords)
+                    assert address + i * geom.elem_bytes == expected, (
+                        f"{coords} stored at {address + i * geom.elem_bytes}, layout says {expected}")
+
+    def _local(self, regs, ev, lane, warp):
+        if ev[0] == "elements":
+            regs[ev[1]] = [self.smem[a][0] for a in ev[2]]
+        elif ev[0] == "convert":
+            elems = self._value(regs, ev[1], lane, warp)
+            regs[ev[2]], regs[ev[3]] = elems[:2], elems[2:]
+        elif ev[0] == "alias":
+            regs[ev[1]] = self._value(regs, ev[2], lane, warp)
+
+    def _ldmatrix(self, rows, lane, trans):
+        """What one lane receives of one 8x8 b16 matrix whose rows start at `rows` (PTX_FACTS 2)."""
+        t, g = lane & 3, lane >> 2
+        if not trans:
+            data = [self.smem[rows[g] + 4 * t + b] for b in range(4)]
+        else:
+            data = [self.smem[rows[2 * t + h] + 2 * g + b] for h in range(2) for b in range(2)]
+        return [elem for elem, byte in data if byte == 0]
+
+    def _value(self, regs, arg, lane, warp):
+        arg = arg.strip()
+        if arg in regs:
+            return regs[arg]
+        refs = _REF.findall(arg)
+        if not refs:
+            raise AssertionError(f"cannot evaluate mma operand {arg}")
+        if len(refs) == 1 and f"{refs[0][0]}[{refs[0][1]}]" in regs:
+            return regs[f"{refs[0][0]}[{refs[0][1]}]"]
+        return [self.elements(name, int(reg), lane, warp) for name, reg in refs]
+
+    def _thread(self, warp, lane):
+        env = {"tt_lane": lane, "tt_warp": warp}
+        for line in self.em.prologue:
+            m = re.match(r"const (?:int|unsigned) (\w+) = (.*);$", line)
+            if m:
+                env[m.group(1)] = eval(_py(m.group(2)), {}, env)
+
+        def ev(expr):
+            try:
+                return eval(_py(expr), {}, _Default(env))
+            except Exception as exc:  # pragma: no cover - a failure names the expression
+                raise AssertionError(f"cannot evaluate {expr}: {exc}") from None
+
+        events = []
+        lines = [line.strip() for line in self.em.lines]
+        pending_copy = None
+        for line in lines:
+            m = re.match(r"const unsigned (s\d+\w*|tt_stage\d+) = (.*?);(\s*//.*)?$", line)
+            if m:
+                env[m.group(1)] = ev(m.group(2))
+                continue
+            m = re.match(r"memcpy\(tt_w, &(\w+)\[(\d+)\], (\d+)\);", line)
+            if m:
+                pending_copy = (m.group(1), int(m.group(2)), int(m.group(3)))
+                continue
+            m = re.match(r'asm volatile\("st\.shared\.\S+ \[%0\].*?:: "r"\((.*?)\), "[rh]"\(tt_w', line)
+            if m and pending_copy:
+                name, first, nbytes = pending_copy
+                eb = self.values[name].type.scalar.itemsize
+                elems = [self.elements(name, first + i, lane, warp) for i in range(nbytes // eb)]
+                events.append(("store", ev(m.group(1)), elems, eb))
+                pending_copy = None
+                continue
+            m = re.match(r"tt_cp_async(\d+)\((.*)\);$", line)
+            if m:
+                dst, src, _pred = _split_args(m.group(2))
+                name, first = _REF.match(src).groups()
+                value = self.values[name]
+                eb = value.type.scalar.element_ty.itemsize
+                count = int(m.group(1)) // eb
+                elems = [self.elements(name, int(first) + i, lane, warp) for i in range(count)]
+                events.append(("store", ev(dst), elems, eb))
+                continue
+            m = re.match(r"(tt_ldmatrix_x(\d)(_trans)?)\((.*)\);$", line)
+            if m:
+                args = _split_args(m.group(4))
+                count = int(m.group(2))
+                events.append(("ldmatrix", args[:count], count, bool(m.group(3)), ev(args[-1])))
+                continue
+            m = re.match(r"const unsigned (tt_fe\d+) = (.*);$", line)
+            if m:
+                events.append(("elements", m.group(1), [ev(a) for a in _smem_reads(m.group(2))]))
+                continue
+            m = re.match(r"(tt_e\w+_to_f16x4)\((.*)\);$", line)
+            if m:
+                x, lo, hi = _split_args(m.group(2))
+                events.append(("convert", x, lo, hi))
+                continue
+            m = re.match(r"const unsigned (tt_(?:big|small)\d+) = (.*);$", line)
+            if m:
+                source = re.search(r"tt_frag\d+\[\d+\]|tt_fe\d+|\w+\[\d+\]", m.group(2)).group(0)
+                events.append(("alias", m.group(1), source))
+                continue
+            m = re.match(r"(tt_mma_\w+)\((.*)\);$", line)
+            if m:
+                events.append(("mma", m.group(1), _split_args(m.group(2))))
+        return events
+
+class _Default(dict):
+    """Names the address arithmetic does not know (a pipeline's stage index) read as 0."""
+
+    def __init__(self, env):
+        super().__init__(env)
+
+    def __missing__(self, key):
+        return 0
+
+
+# PTX_FACTS 1.2: (rows of a, cols of a = k), (k, n) of b, per (lane, register, part)
+def _frag_a(shape, lane, reg, part):
+    g, t = lane >> 2, lane & 3
+    if shape in ("m16n8k16", "m16n8k8_f16"):
+        return g + 8 * (reg & 1), 2 * t + part + 8 * (reg >> 1)
+    if shape == "m16n8k8_tf32":
+        return g + 8 * (reg & 1), t + 4 * (reg >> 1)
+    if shape == "m16n8k32":
+        return g + 8 * (reg & 1), 4 * t + part + 16 * (reg >> 1)
+    if shape == "m8n8k16":
+        return g, 4 * t + part
+    raise KeyError(shape)
+
+
+def _frag_b(shape, lane, reg, part):
+    g, t = lane >> 2, lane & 3
+    if shape in ("m16n8k16", "m16n8k8_f16"):
+        return 2 * t + part + 8 * reg, g
+    if shape == "m16n8k8_tf32":
+        return t + 4 * reg, g
+    if shape == "m16n8k32":
+        return 4 * t + part + 16 * reg, g
+    if shape == "m8n8k16":
+        return 4 * t + part, g
+    raise KeyError(shape)
+
+
+def _frag_c(shape, lane, i):
+    g, t = lane >> 2, lane & 3
+    return g + 8 * (i >> 1), 2 * t + (i & 1)
+
+
+def _shape_of(helper):
+    if "m16n8k16" in helper:
+        return "m16n8k16", 4, 4, 2
+    if "m16n8k8" in helper and "tf32" in helper:
+        return "m16n8k8_tf32", 4, 4, 2
+    if "m16n8k8" in helper:
+        return "m16n8k8_f16", 4, 2, 1
+    if "m16n8k32" in helper:
+        return "m16n8k32", 4, 4, 2
+    if "m8n8k16" in helper:
+        return "m8n8k16", 2, 1, 1
+    raise KeyError(helper)
+
+
+def storage_names(em, value):
+    """The register arrays whose elements a dot operand's fragments come from:
+    the operand itself, what was stored into its tile, or what was copied into
+    its pipeline buffer."""
+    op = value.defining_op
+    while op is not None and op.name == "permute":
+        value = op.operands[0]
+        op = value.defining_op
+    if op is not None and op.name == "local_alloc":
+        return {em.names[op.operands[0]]}
+    if op is not None and op.name == "local_index":
+        buffer = op.operands[0]
+        return {em.names[c.operands[2]] for c in em.fn.walk() if c.name == "async_copy" and c.operands[0] is buffer}
+    return {em.names[value]}
+
+
+def check_mmas(calls, a_names, b_names, result_name, k_size, result_shape, repeats=1):
+    """Every mma pairs a[.., m, k] with b[.., k, n] for its accumulator's (m, n);
+    in each warp, each of its result elements gets every k `repeats` times; the
+    warps together cover the result. Returns how many mmas ran."""
+    seen: dict[tuple, Counter] = {}
+    for call in calls:
+        shape, n_c, n_a, n_b = _shape_of(call["helper"])
+        assert len(call["lanes"]) == 32, "an mma not executed by all lanes"
+        a_mat, b_mat, c_mat = {}, {}, {}
+        for lane, args in call["lanes"].items():
+            c, a, b = args[:n_c], args[n_c:n_c + n_a], args[n_c + n_a:]
+            for i, (elem,) in enumerate(c):
+                assert elem[0] == result_name, f"accumulator operand {elem}"
+                c_mat[_frag_c(shape, lane, i)] = elem[1]
+            for r, reg in enumerate(a):
+                for part, elem in enumerate(reg):
+                    a_mat[_frag_a(shape, lane, r, part)] = elem
+            for r, reg in enumerate(b):
+                for part, elem in enumerate(reg):
+                    b_mat[_frag_b(shape, lane, r, part)] = elem
+        ks = sorted({k for _, k in a_mat})
+        assert ks == sorted({k for k, _ in b_mat})
+        for (row, col), coords in c_mat.items():
+            counter = seen.setdefault((call["warp"], coords), Counter())
+            for k in ks:
+                a_src, a_coords = a_mat[(row, k)]
+                b_src, b_coords = b_mat[(k, col)]
+                assert a_src in a_names and b_src in b_names, f"operands from {a_src}, {b_src}"
+                assert a_coords[:-2] == coords[:-2] == b_coords[:-2], f"batch {a_coords} {b_coords} -> {coords}"
+                assert a_coords[-2] == coords[-2], f"a row {a_coords} for result {coords}"
+                assert b_coords[-1] == coords[-1], f"b column {b_coords} for result {coords}"
+                assert a_coords[-1] == b_coords[-2], f"a k {a_coords} with b k {b_coords}"
+                counter[a_coords[-1]] += 1
+    for (warp, coords), counter in seen.items():
+        assert sorted(counter) == list(range(k_size)), f"result {coords} (warp {warp}) gets k {sorted(counter)}"
+        assert set(counter.values()) == {repeats}, f"result {coords} (warp {warp}): k counts {set(counter.values())}"
+    covered = {coords for _, coords in seen}
+    assert covered == set(np.ndindex(*result_shape)), "the warps leave result elements out"
+    return len(calls)
+
+
+def simulate_dot(module, target, num_warps=4, index=0, repeats=1):
+    """Lower `module`, simulate it, check its `index`-th dot: (mma calls, bank-conflicted
+    8-address phases of ldmatrix and 16-byte stores, the Emitter)."""
+    em = lower(module, target)
+    dots = [op for op in module.kernel.walk() if op.name == "dot"]
+    op = dots[index]
+    sim = Simulator(em, num_warps)
+    calls = sim.run()
+    result = em.names[op.results[0]]
+    ours = [c for c in calls if _call_result(c) == result]
+    count = check_mmas(ours, storage_names(em, op.operands[0]), storage_names(em, op.operands[1]), result,
+                       op.operands[0].type.shape[-1], tuple(op.results[0].type.shape), repeats)
+    return count, sim.conflicts, em
+
+
+def _call_result(call):
+    shape, n_c, _, _ = _shape_of(call["helper"])
+    return call["lanes"][0][0][0][0]
