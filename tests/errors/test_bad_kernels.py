@@ -81,6 +81,12 @@ def runtime_arange_bound(x_ptr, n):
 
 
 @triton.jit
+def runtime_full_shape(x_ptr, n):
+    block = tl.full((16, n), 0.0, tl.float32)  # E: runtime shape
+    tl.store(x_ptr + tl.arange(0, 16)[:, None], block)
+
+
+@triton.jit
 def arange_not_power_of_two(x_ptr):
     offs = tl.arange(0, 10)  # E: power of two
     tl.store(x_ptr + offs, 0.0)
@@ -224,6 +230,7 @@ BAD_KERNELS = [
     BadKernel(uses_try, (_f32(),), "try", "try", ("try",)),
     BadKernel(chained_comparison, (_f32(),), "chained", "0.0 < x < 3.0", ("comparison", ("chained", "multiple"))),
     BadKernel(runtime_arange_bound, (_f32(), 16), "runtime arange", "tl.arange", ("arange", "constexpr")),
+    BadKernel(runtime_full_shape, (_f32(), 16), "runtime shape", "tl.full", ("shape element 1", "constexpr")),
     BadKernel(arange_not_power_of_two, (_f32(),), "power of two", "tl.arange", ("arange", "power of 2")),
     BadKernel(float_floordiv, (_f32(),), "float floordiv", "x // 2.0", ("fp32",)),
     BadKernel(fp8_plus_int, (_f32(),), "fp8 plus int", "x.to(tl.float8e5) + offs", ("fp8e5", "int32")),

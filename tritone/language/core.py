@@ -14,6 +14,7 @@ import builtins
 import enum
 import functools
 import inspect
+import numbers
 import string
 import warnings
 from typing import Any, Callable, TypeVar
@@ -508,7 +509,10 @@ def _unwrap_iterable(values):
 
 
 def _shape_check_impl(shape) -> list[int]:
-    shape = [int(_unwrap_if_constexpr(s)) for s in _unwrap_if_constexpr(shape)]
+    # Integers of any kind (numpy's too) become ints; anything else (a run-time
+    # tensor, a float) reaches validate_block_shape and is reported by index.
+    shape = [_unwrap_if_constexpr(s) for s in _unwrap_if_constexpr(shape)]
+    shape = [int(d) if isinstance(d, numbers.Integral) else d for d in shape]
     validate_block_shape(shape)
     return shape
 
