@@ -23,9 +23,22 @@ CASE_COUNT = int(os.environ.get("TRITONE_FUZZ_CASES", "500"))
 SEED = int(os.environ["TRITONE_FUZZ_SEED"]) if os.environ.get("TRITONE_FUZZ_SEED") else secrets.randbits(31)
 
 
+def announce_seed(config) -> str:
+    """Say which seed this run uses, in the terminal report of every run (a
+    plain print would be captured and shown only when a test fails)."""
+    line = f"differential fuzz: seed {SEED}, {CASE_COUNT} cases (TRITONE_FUZZ_SEED={SEED} repeats this run)"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line(line)
+    else:
+        print(line)
+    return line
+
+
 @pytest.fixture(scope="module")
-def fuzz_run(tmp_path_factory):
-    print(f"\ndifferential fuzz: seed {SEED}, {CASE_COUNT} cases (TRITONE_FUZZ_SEED={SEED} repeats this run)")
+def fuzz_run(tmp_path_factory, pytestconfig):
+    announce_seed(pytestconfig)
     cases = [_fuzz.generate_case(SEED, i) for i in range(CASE_COUNT)]
     path = _fuzz.write_module(cases, tmp_path_factory.mktemp("fuzz") / f"fuzz_kernels_{SEED}.py")
     jobs = [{"id": c.index, "source": str(path), "launcher": "run_fuzz", "inputs": c.inputs} for c in cases]
@@ -56,3 +69,21 @@ def test_random_kernel(index: int, fuzz_run) -> None:
 def test_exclusions_name_their_rows() -> None:
     for avoided, row in _fuzz.EXCLUSIONS:
         assert avoided and row.split(":")[0].split(",")[0] in ("12", "14", "1.8"), (avoided, row)
+
+
+def test_the_seed_goes_to_the_terminal_report() -> None:
+    written = []
+
+    class Reporter:
+        def write_line(self, text: str) -> None:
+            written.append(text)
+
+    class PluginManager:
+        def get_plugin(self, name: str):
+            return Reporter() if name == "terminalreporter" else None
+
+    class Config:
+        pluginmanager = PluginManager()
+
+    announce_seed(Config())
+    assert any(f"seed {SEED}" in text and f"TRITONE_FUZZ_SEED={SEED}" in text for text in written)
