@@ -10,6 +10,7 @@ What the generator avoids, and why, is `_fuzz.EXCLUSIONS`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 
@@ -28,11 +29,13 @@ def announce_seed(config) -> str:
     plain print would be captured and shown only when a test fails)."""
     line = f"differential fuzz: seed {SEED}, {CASE_COUNT} cases (TRITONE_FUZZ_SEED={SEED} repeats this run)"
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        print(line)
+        return line
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         reporter.write_line("")
         reporter.write_line(line)
-    else:
-        print(line)
     return line
 
 
