@@ -164,6 +164,40 @@ def test_null_pointer_is_out_of_bounds():
         run_kernel(k.finish(), (1, 1, 1), [0])
 
 
+
+def test_store_into_a_read_only_numpy_array_is_refused_before_writing():
+    # np.frombuffer over bytes: its memory belongs to an immutable object.
+    rng = np.random.default_rng()
+    x = rng.standard_normal(256).astype(np.float32)
+    y = rng.standard_normal(256).astype(np.float32)
+    frozen = bytes(256 * 4)
+    out = np.frombuffer(frozen, dtype=np.float32)
+    with pytest.raises(InterpreterError, match="read-only memory") as info:
+        run_kernel(_add_kernel(), (2, 1, 1), [x, y, out, 256])
+    assert "'out'" in str(info.value) and "program (0, 0, 0)" in str(info.value)
+    assert frozen == bytes(256 * 4)
+    # Read-only inputs may still be read; a writeable view of the same memory may be written.
+    x.flags.writeable = False
+    out = np.zeros(256, np.float32)
+    run_kernel(_add_kernel(), (2, 1, 1), [x, y, out, 256])
+    assert np.array_equal(out, x + y)
+    locked = out.view()
+    locked.flags.writeable = False
+    expected = out + y
+    run_kernel(_add_kernel(), (2, 1, 1), [locked, y, out, 256])
+    assert np.array_equal(out, expected)
+
+
+def test_atomic_into_a_read_only_numpy_array_is_refused():
+    counts = np.zeros(4, dtype=np.int32)
+    counts.flags.writeable = False
+    idx = np.arange(8, dtype=np.int32) % 4
+    with pytest.raises(InterpreterError, match="read-only memory"):
+        run_kernel(_atomic_kernel("add", "i32", 8, 4), (1, 1, 1), [counts, idx, np.ones(8, np.int32),
+                                                                   np.zeros(8, np.int32)])
+    assert not counts.any()
+
+
 # ---------------------------------------------------------------------------
 # atomics
 

@@ -8,7 +8,9 @@ given, as on the GPU. Accesses translate addresses to (buffer, offset) with one
 `np.searchsorted` per access and read or write through numpy views of that
 memory, so stores land in the caller's tensors. An unmasked access outside
 every buffer, or misaligned for its element size, raises `AccessError` before
-anything is touched; masked-off lanes never touch memory.
+anything is touched, and so does a store or atomic into a numpy array that is
+not writeable (its memory may belong to an immutable object such as `bytes`);
+masked-off lanes never touch memory.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class _Buffer:
     end: int
     names: list[str]
     raw: np.ndarray  # uint8 view of [start, end)
+    writable: bool
     typed: dict = field(default_factory=dict)
 
     def view(self, storage: np.dtype) -> tuple[np.ndarray, int]:
@@ -76,10 +79,11 @@ class Memory:
     """The buffers a launch may touch, and vectorised loads, stores and atomics on them."""
 
     def __init__(self):
-        self._spans: list[tuple[int, int, str]] = []
+        self._spans: list[tuple[int, int, str, bool]] = []
         self._buffers: list[_Buffer] = []
         self._starts = np.zeros(0, dtype=np.uint64)
         self._ends = np.zeros(0, dtype=np.uint64)
+        self._writable = np.zeros(0, dtype=bool)
 
     # -- registration ------------------------------------------------------
     def pointer_argument(self, arg, name: str) -> int:
@@ -94,7 +98,7 @@ class Memory:
             return int(arg) & _U64_MAX
         if isinstance(arg, np.ndarray):
             start, nbytes = _numpy_span(arg)
-            self.add_span(start, nbytes, name)
+            self.add_span(start, nbytes, name, writable=bool(arg.flags.writeable))
             return arg.__array_interface__["data"][0]
         if hasattr(arg, "data_ptr"):
             device = getattr(arg, "device", None)
@@ -111,29 +115,33 @@ class Memory:
         raise TypeError(f"argument {name!r}: expected a tensor, a numpy array, an int address or None "
                         f"for a pointer parameter, got {type(arg).__name__}")
 
-    def add_span(self, start: int, nbytes: int, name: str) -> None:
-        """Make [start, start + nbytes) accessible (overlapping spans are merged)."""
+    def add_span(self, start: int, nbytes: int, name: str, writable: bool = True) -> None:
+        """Make [start, start + nbytes) accessible (overlapping spans are merged;
+        the merged memory may be written if any of its spans may)."""
         if nbytes > 0 and start:
-            self._spans.append((start, start + nbytes, name))
+            self._spans.append((start, start + nbytes, name, writable))
             self._rebuild()
 
     def _rebuild(self) -> None:
         merged: list[list] = []
-        for start, end, name in sorted(self._spans):
+        for start, end, name, writable in sorted(self._spans):
             if merged and start < merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], end)
+                merged[-1][3] = merged[-1][3] or writable
                 if name not in merged[-1][2]:
                     merged[-1][2].append(name)
             else:
-                merged.append([start, end, [name]])
-        self._buffers = [_Buffer(s, e, names, _raw_memory(s, e - s)) for s, e, names in merged]
+                merged.append([start, end, [name], writable])
+        self._buffers = [_Buffer(s, e, names, _raw_memory(s, e - s), w) for s, e, names, w in merged]
         self._starts = np.array([b.start for b in self._buffers], dtype=np.uint64)
         self._ends = np.array([b.end for b in self._buffers], dtype=np.uint64)
+        self._writable = np.array([b.writable for b in self._buffers], dtype=bool)
 
     # -- address translation -------------------------------------------------
-    def _locate(self, addresses: np.ndarray, size: int, lanes, shape, access: str) -> np.ndarray:
+    def _locate(self, addresses: np.ndarray, size: int, lanes, shape, access: str, write: bool = False) -> np.ndarray:
         """Buffer index of each address; raises AccessError for any access that is
-        misaligned or not wholly inside one buffer."""
+        misaligned or not wholly inside one buffer, or (with `write`) that lands
+        in read-only memory."""
         idx = np.searchsorted(self._starts, addresses, side="right").astype(np.intp) - 1
         if len(self._buffers):
             safe = np.maximum(idx, 0)
@@ -146,6 +154,13 @@ class Memory:
         if not good.all():
             bad = int(np.flatnonzero(~good)[0])
             raise AccessError(self._describe(int(addresses[bad]), size, bool(inside[bad]), lanes, bad, shape, access))
+        if write and not self._writable[idx].all():
+            bad = int(np.flatnonzero(~self._writable[idx])[0])
+            lane = int(lanes[bad]) if lanes is not None else bad
+            where = f" at index {tuple(int(i) for i in np.unravel_index(lane, shape))}" if shape else ""
+            names = ", ".join(repr(n) for n in self._buffers[int(idx[bad])].names)
+            raise AccessError(f"{access}{where} into read-only memory: address {int(addresses[bad]):#x} is in "
+                              f"{names}, a numpy array that is not writeable")
         return idx
 
     def _describe(self, address: int, size: int, inside: bool, lanes, bad: int, shape, access: str) -> str:
@@ -230,7 +245,7 @@ class Memory:
         if lanes is not None:
             flat_values = flat_values[lanes]
         storage = V.storage_dtype(ty)
-        idx = self._locate(addresses, storage.itemsize, lanes, shape, f"store of {ty}")
+        idx = self._locate(addresses, storage.itemsize, lanes, shape, f"store of {ty}", write=True)
         self._write(addresses, flat_values, ty, idx)
 
     # -- atomics -----------------------------------------------------------------
@@ -253,7 +268,7 @@ class Memory:
             flat_values = flat_values[lanes]
             flat_compare = None if flat_compare is None else flat_compare[lanes]
         storage = V.storage_dtype(ty)
-        self._locate(addresses, storage.itemsize, lanes, shape, access)
+        self._locate(addresses, storage.itemsize, lanes, shape, access, write=True)
         if addresses.size == 0:
             old = np.zeros(shape, dtype=V.value_dtype(ty))
             return old[()] if not shape else old
