@@ -103,6 +103,19 @@ def test_pointers_loaded_from_memory():
     del rng
 
 
+def test_pointer_to_memory_that_is_no_argument_says_how_to_reach_it():
+    hidden = torch.randn(32)
+    out = torch.zeros(32)
+    table = torch.tensor([hidden.data_ptr()], dtype=torch.int64)
+    k = KernelBuilder("follow", [("table", "*i64"), ("out", "*fp32")])
+    row = k.op("cast", [k.op("load", [k.args["table"]], "i64")], "*fp32")
+    v = k.op("load", [_ptrs(k, row, k.arange(32), "fp32", 32)], "<32xfp32>")
+    k.op("store", [_ptrs(k, k.args["out"], k.arange(32), "fp32", 32), v])
+    module = k.finish()
+    with pytest.raises(InterpreterError, match="pointer arguments .pass a tensor whose address"):
+        run_kernel(module, (1, 1, 1), [table, out])
+
+
 def test_pointer_typed_table():
     x = np.random.default_rng().standard_normal(8)
     table = np.array([x.ctypes.data + 8 * i for i in range(8)], dtype=np.uint64)

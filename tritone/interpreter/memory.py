@@ -181,7 +181,10 @@ class Memory:
                 text += f"; it is {-rel} bytes before {names} (storage at {nearest.start:#x})"
         else:
             text += " (no buffer was passed to the kernel)"
-        return text
+        # Pointers loaded from memory reach only what was registered: say so, as
+        # that is the likely cause when the address is far from every buffer.
+        return text + ("; the interpreter can reach only the storage of the kernel's pointer arguments "
+                       "(pass a tensor whose address the kernel loads from memory as an argument too)")
 
     def _element_index(self, addresses: np.ndarray, idx: np.ndarray, storage: np.dtype):
         """Yield (positions, typed view, element indices) per buffer touched."""
