@@ -193,15 +193,17 @@ class Simulator:
         for evs in events.values():
             for ev in evs:
                 if ev[0] == "store":
-                    _, address, elems, eb = ev
+                    _, address, elems, eb, family = ev
                     self._check_layout(address, elems)
                     for i, elem in enumerate(elems):
                         for byte in range(eb):
                             key = address + i * eb + byte
                             old = self.smem.get(key)
-                            assert old is None or old == (elem, byte), (
-                                f"shared byte {key} written with {old} and {(elem, byte)}")
-                            self.smem[key] = (elem, byte)
+                            # stages of a pipeline buffer are written from several pointer
+                            # arrays (prologue, loop); the same tile element must land there
+                            assert old is None or (old[0][1], old[1], old[2]) == (elem[1], byte, family), (
+                                f"shared byte {key} written with {old} and {(elem, byte, family)}")
+                            self.smem[key] = (elem, byte, family)
         calls = []
         for warp in range(self.num_warps):
             lanes = [events[(warp, lane)] for lane in range(32)]
@@ -254,7 +256,7 @@ class Simulator:
             data = [self.smem[rows[g] + 4 * t + b] for b in range(4)]
         else:
             data = [self.smem[rows[2 * t + h] + 2 * g + b] for h in range(2) for b in range(2)]
-        return [elem for elem, byte in data if byte == 0]
+        return [elem for elem, byte, _ in data if byte == 0]
 
     def _value(self, regs, arg, lane, warp):
         arg = arg.strip()
@@ -283,10 +285,16 @@ class Simulator:
         events = []
         lines = [line.strip() for line in self.em.lines]
         pending_copy = None
+        families = {}
         for line in lines:
-            m = re.match(r"const unsigned (s\d+\w*|tt_stage\d+) = (.*?);(\s*//.*)?$", line)
-            if m:
-                env[m.group(1)] = ev(m.group(2))
+            m = re.match(r"(?:const )?(?:int|unsigned|bool) (\w+) = (.*?);(\s*//.*)?$", line)
+            if m and not m.group(1).startswith(("tt_f", "tt_big", "tt_small")):
+                if m.group(1).startswith("tt_stage"):
+                    families[m.group(1)] = re.search(r"\bs\d+\w*", m.group(2)).group(0)
+                try:
+                    env[m.group(1)] = eval(_py(m.group(2)), {}, _Default(env))
+                except Exception:  # a scalar the address arithmetic does not need
+                    pass
                 continue
             m = re.match(r"memcpy\(tt_w, &(\w+)\[(\d+)\], (\d+)\);", line)
             if m:
@@ -297,7 +305,7 @@ class Simulator:
                 name, first, nbytes = pending_copy
                 eb = self.values[name].type.scalar.itemsize
                 elems = [self.elements(name, first + i, lane, warp) for i in range(nbytes // eb)]
-                events.append(("store", ev(m.group(1)), elems, eb))
+                events.append(("store", ev(m.group(1)), elems, eb, re.search(r"\bs\d+\w*", m.group(1)).group(0)))
                 pending_copy = None
                 continue
             m = re.match(r"tt_cp_async(\d+)\((.*)\);$", line)
@@ -308,7 +316,7 @@ class Simulator:
                 eb = value.type.scalar.element_ty.itemsize
                 count = int(m.group(1)) // eb
                 elems = [self.elements(name, int(first) + i, lane, warp) for i in range(count)]
-                events.append(("store", ev(dst), elems, eb))
+                events.append(("store", ev(dst), elems, eb, families[dst.split()[0]]))
                 continue
             m = re.match(r"(tt_ldmatrix_x(\d)(_trans)?)\((.*)\);$", line)
             if m:

@@ -22,7 +22,7 @@ from tritone.errors import OutOfResources
 from tritone.ir.core import Module
 from tritone.passes import PassContext
 
-from . import layout_pass, smem
+from . import layout_pass, pipeline, smem
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
 from .dot import operands
@@ -30,7 +30,7 @@ from .dot import operands
 __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max_shared_memory"]
 
 # The GPU passes, in the order they run (after the frontend's passes).
-GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, operands, smem)
+GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, operands, pipeline, smem)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,

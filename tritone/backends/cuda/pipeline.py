@@ -1,0 +1,344 @@
+"""Software pipelining of the loads that feed dots (compute capability 8.0+).
+
+In a `for` loop, a load whose block goes straight into a dot operand's shared
+tile (`load -> [permute ->] local_alloc`, see `dot/operands.py`) becomes an
+asynchronous copy (`cp.async`) into a buffer of `num_stages` tiles, issued
+`num_stages - 1` trips ahead of the trip that reads it:
+
+    buffers = local_buffer() ...                      # [stages, *tile] each
+    for s in 0 .. stages-2:                           # prologue
+        async_copy(buffer, s, ptr(trip s), mask(trip s) & trip s < ub); async_commit()
+    for iv ...  carrying (..., read, write):
+        async_wait {pending = stages - 2}; barrier    # trip iv's tiles are in
+        tile = local_index(buffer, read)
+        async_copy(buffer, write, ptr(iv + (stages-1) step), mask & in range); async_commit()
+        ... the body, reading `tile` ...
+        read, write = read + 1 mod stages, write + 1 mod stages
+    async_wait {pending = 0}                          # nothing in flight afterwards
+
+The ops computing a pipelined load's pointer and mask (its *producer slice*:
+address arithmetic, masks, and the loop-carried pointers they advance) run
+`stages - 1` trips ahead: cloned into the prologue per stage, and in the body
+on loop-carried values that are that far ahead. A loop is left alone when
+that cannot be done exactly: a producer op with effects, a carried value of
+the slice that the rest of the body or the code after the loop reads, a load
+with a non-zero `other`, or pieces that `cp.async` cannot copy (4, 8 or 16
+aligned bytes under one mask bit). The stage written in trip i is the one
+read in trip i - 1, which every thread finished before the barrier of trip i.
+
+`tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
+`num_stages` (n <= 1: no pipelining).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
+from tritone.ir.ops import is_pure
+from tritone.ir.types import block_type, int1, int32
+
+from .axis_info import AxisInfoMap, analyze
+from .dot.shared import TileGeometry, copy_vector_width
+from .layouts import SwizzledSharedLayout
+
+
+def run(module: Module, ctx=None) -> None:
+    """Pipeline the dot-feeding loads of every loop of `module` (targets 8.0+)."""
+    options = getattr(ctx, "options", None) or {}
+    target = int(options.get("target", 80))
+    if target < 80:
+        return
+    default_stages = int(module.attrs.get("num_stages", options.get("num_stages", 3)) or 0)
+    for fn in module.functions.values():
+        loops = [op for op in fn.walk() if op.name == "for"]
+        infos = analyze(fn)
+        for loop in loops:
+            stages = int(loop.attrs.get("num_stages", default_stages) or 0)
+            if stages >= 2:
+                pipeline_loop(fn, loop, stages, infos)
+
+
+@dataclass
+class _Chain:
+    """A load, the permute between it and its tile (or None), and the tile's `local_alloc`."""
+
+    load: Operation
+    permute: Operation | None
+    alloc: Operation
+
+    @property
+    def load_layout(self) -> SwizzledSharedLayout:
+        """The tile layout in the load's orientation."""
+        layout = self.alloc.results[0].type.layout
+        if self.permute is None:
+            return layout
+        order = tuple(self.permute.attrs["order"])
+        return SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,
+                                    tuple(order[d] for d in layout.order))
+
+
+def _users(region: Region) -> dict[Value, list[Operation]]:
+    users: dict[Value, list[Operation]] = {}
+    for op in region.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _is_zero_constant(value: Value) -> bool:
+    op = value.defining_op
+    return op is not None and op.name == "constant" and op.attrs.get("value") in (0, 0.0, False)
+
+
+def _find_chains(body: Region, users, infos: AxisInfoMap) -> list[_Chain]:
+    chains = []
+    for op in body.ops:
+        if op.name != "local_alloc":
+            continue
+        value = op.operands[0]
+        permute = value.defining_op
+        if permute is not None and permute.name == "permute" and permute.parent is body:
+            value = permute.operands[0]
+            if len(users.get(permute.results[0], [])) != 1:
+                continue
+        else:
+            permute = None
+        load = value.defining_op
+        if load is None or load.name != "load" or load.parent is not body or load.attrs.get("volatile"):
+            continue
+        if len(users.get(value, [])) != 1 or not value.type.is_block():
+            continue
+        if len(load.operands) > 2 and not _is_zero_constant(load.operands[2]):
+            continue
+        chain = _Chain(load, permute, op)
+        if _copy_bytes(chain, infos) in (4, 8, 16):
+            chains.append(chain)
+    return chains
+
+
+def _copy_bytes(chain: _Chain, infos: AxisInfoMap) -> int:
+    ptr = chain.load.operands[0]
+    mask = chain.load.operands[1] if len(chain.load.operands) > 1 else None
+    shape = tuple(ptr.type.shape)
+    eb = ptr.type.scalar.element_ty.itemsize
+    geom = TileGeometry(chain.load_layout, shape, eb)
+    linear = ptr.type.layout.linear(shape)
+    vec = copy_vector_width(linear, infos.get(ptr), infos.get(mask) if mask is not None else None, geom, eb)
+    return vec * eb
+
+
+def _producer_slice(body: Region, chains: list[_Chain]) -> tuple[list[Operation], set[int]] | None:
+    """The body ops (in order) computing the chains' pointers and masks and the
+    carried values those read; and the indices of those carried values. None
+    when some op of it cannot run ahead (effects, regions)."""
+    in_body = {id(op) for op in body.ops}
+    args = {a: i for i, a in enumerate(body.args[1:])}
+    chosen: set[int] = set()
+    carried: set[int] = set()
+    stack = [v for c in chains for v in c.load.operands[1:]] + [c.load.operands[0] for c in chains]
+    yielded = body.terminator.operands
+    while stack:
+        v = stack.pop()
+        if v in args:
+            i = args[v]
+            if i not in carried:
+                carried.add(i)
+                stack.append(yielded[i])
+            continue
+        op = v.defining_op
+        if op is None or id(op) not in in_body or id(op) in chosen:
+            continue
+        if op.regions or not is_pure(op):
+            return None
+        chosen.add(id(op))
+        stack.extend(op.operands)
+    return [op for op in body.ops if id(op) in chosen], carried
+
+
+def _depends_on(op: Operation, values: set[Value], memo: dict[int, bool]) -> bool:
+    if id(op) in memo:
+        return memo[id(op)]
+    memo[id(op)] = False
+    result = False
+    for v in op.operands:
+        if v in values or (v.defining_op is not None and v.defining_op.parent is op.parent
+                           and _depends_on(v.defining_op, values, memo)):
+            result = True
+            break
+    memo[id(op)] = result
+    return result
+
+
+def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap) -> bool:
+    """Pipeline `loop` over `stages` buffers if it can be done exactly; whether it was."""
+    body = loop.regions[0]
+    users = _users(fn.body)
+    chains = _find_chains(body, users, infos)
+    if not chains:
+        return False
+    found = _producer_slice(body, chains)
+    if found is None:
+        return False
+    slice_ops, ahead = found
+    ahead_args = {body.args[1 + i] for i in ahead}
+    chain_ops = {id(op) for c in chains for op in (c.load, c.permute, c.alloc) if op is not None}
+    slice_ids = {id(op) for op in slice_ops}
+    memo: dict[int, bool] = {}
+    # ops that stay in the body: everything but the chains and the yield, and the
+    # slice ops only where the rest reads them; none of those may see an ahead value
+    rest = [op for op in body.ops[:-1] if id(op) not in chain_ops and id(op) not in slice_ids]
+    needed = set()
+    stack = [v for op in rest for v in op.operands] + [v for i, v in enumerate(body.terminator.operands)
+                                                         if i not in ahead]
+    while stack:
+        v = stack.pop()
+        if v in ahead_args:
+            return False
+        op = v.defining_op
+        if op is not None and id(op) in slice_ids and id(op) not in needed:
+            if _depends_on(op, ahead_args, memo):
+                return False
+            needed.add(id(op))
+            stack.extend(op.operands)
+    for op in rest:
+        if any(inner_v in ahead_args for inner in op.walk() for inner_v in inner.operands):
+            return False
+    if any(users.get(loop.results[i]) for i in ahead):
+        return False
+    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed)
+    return True
+
+
+class _Builder:
+    """Appends new ops before a fixed op of a region (or at the end of a region)."""
+
+    def __init__(self, region: Region, before: Operation | None, loc):
+        self.region, self.before, self.loc = region, before, loc
+
+    def op(self, name: str, operands, result_types=(), **attrs) -> Operation:
+        op = Operation(name, list(operands), list(result_types), attrs, loc=self.loc)
+        if self.before is None:
+            self.region.append(op)
+        else:
+            self.region.insert(self.region.ops.index(self.before), op)
+        return op
+
+    def value(self, name: str, operands, result_type, **attrs) -> Value:
+        return self.op(name, operands, [result_type], **attrs).results[0]
+
+    def constant(self, value, ty) -> Value:
+        return self.value("constant", [], ty, value=value)
+
+    def clone(self, op: Operation, mapping: dict[Value, Value]) -> Operation:
+        new = clone_operation(op, mapping)
+        new.loc = op.loc
+        if self.before is None:
+            self.region.append(new)
+        else:
+            self.region.insert(self.region.ops.index(self.before), new)
+        return new
+
+
+def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot: Value, mapping: dict,
+                  in_range: Value) -> None:
+    """Copy the chains' tiles for the trip `mapping` describes into stage `slot`, where `in_range`."""
+    for chain, buffer in zip(chains, buffers):
+        load = chain.load
+        ptr = mapping.get(load.operands[0], load.operands[0])
+        ptr_ty = ptr.type
+        mask_ty = block_type(int1, list(ptr_ty.shape), ptr_ty.layout)
+        valid = b.value("splat", [in_range], mask_ty)
+        if len(load.operands) > 1:
+            mask = mapping.get(load.operands[1], load.operands[1])
+            valid = b.value("and", [mask, valid], mask_ty)
+        b.op("async_copy", [buffer, slot, ptr, valid])
+    b.op("async_commit", [])
+
+
+def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], slice_ops: list[Operation],
+             ahead: set[int], needed: set[int]) -> None:
+    body = loop.regions[0]
+    parent = loop.parent
+    lb, ub, step = loop.operands[:3]
+    iv_ty = lb.type
+    prefetch = stages - 1
+    b = _Builder(parent, loop, loop.loc)
+    buffers = []
+    for chain in chains:
+        load_ty = chain.load.results[0].type
+        tile = chain.load_layout
+        layout = SwizzledSharedLayout(tile.vec, tile.per_phase, tile.max_phase,
+                                      tuple(d + 1 for d in tile.order) + (0,))
+        buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [stages] + list(load_ty.shape), layout)))
+
+    # prologue: the first `prefetch` trips' copies, and the ahead carried values after them
+    current = {i: loop.operands[3 + i] for i in ahead}
+    for s in range(prefetch):
+        iv = b.value("add", [lb, b.value("mul", [step, b.constant(s, iv_ty)], iv_ty)], iv_ty) if s else lb
+        in_range = b.value("cmp", [iv, ub], int1, pred="lt")
+        mapping = {body.args[0]: iv, **{body.args[1 + i]: current[i] for i in ahead}}
+        for op in slice_ops:
+            b.clone(op, mapping)
+        _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range)
+        current = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
+
+    # the new loop: the old carried values (ahead ones advanced), then the read and write stages
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])]
+    inits += [b.constant(0, int32), b.constant(prefetch, int32)]
+    new_body = Region([a.type for a in body.args] + [int32, int32],
+                      [a.name_hint for a in body.args] + ["read_stage", "write_stage"])
+    new_loop = Operation("for", list(loop.operands[:3]) + inits,
+                         [r.type for r in loop.results] + [int32, int32], dict(loop.attrs), [new_body], loop.loc)
+    parent.insert(parent.ops.index(loop), new_loop)
+    read, write = new_body.args[-2], new_body.args[-1]
+    nb = _Builder(new_body, None, loop.loc)
+    nb.op("async_wait", buffers, pending=prefetch - 1)
+    tiles = {}
+    for chain, buffer in zip(chains, buffers):
+        tile_ty = block_type(buffer.type.scalar, list(buffer.type.shape[1:]), chain.load_layout)
+        tile = nb.value("local_index", [buffer, read], tile_ty)
+        if chain.permute is not None:
+            tile = nb.value("permute", [tile], chain.alloc.results[0].type, order=tuple(chain.permute.attrs["order"]))
+        tiles[chain.alloc.results[0]] = tile
+    iv_ahead = nb.value("add", [new_body.args[0], nb.value("mul", [step, nb.constant(prefetch, iv_ty)], iv_ty)],
+                        iv_ty)
+    in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
+    mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
+    for op in slice_ops:
+        nb.clone(op, mapping)
+    _issue_copies(nb, chains, buffers, write, mapping, in_range)
+    advanced = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
+
+    chain_ops = {id(op) for c in chains for op in (c.load, c.permute, c.alloc) if op is not None}
+    slice_ids = {id(op) for op in slice_ops}
+    terminator = body.terminator
+    for op in list(body.ops[:-1]):
+        if id(op) in chain_ops or (id(op) in slice_ids and id(op) not in needed):
+            continue
+        body.ops.remove(op)
+        new_body.append(op)
+    for old, new in list(zip(body.args, new_body.args)) + list(tiles.items()):
+        replace_all_uses(new_body, old, new)
+    yielded = [advanced.get(i, v) for i, v in enumerate(terminator.operands)]
+    yielded = [_remap(v, body, new_body) for v in yielded]
+    one, count = nb.constant(1, int32), nb.constant(stages, int32)
+    zero = nb.constant(0, int32)
+    next_stages = []
+    for stage in (read, write):
+        bumped = nb.value("add", [stage, one], int32)
+        wrapped = nb.value("cmp", [bumped, count], int1, pred="eq")
+        next_stages.append(nb.value("select", [wrapped, zero, bumped], int32))
+    nb.op("yield", yielded + next_stages)
+
+    after = parent.ops.index(new_loop) + 1
+    parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))
+    for old, new in zip(loop.results, new_loop.results):
+        replace_all_uses(fn.body, old, new)
+    parent.ops.remove(loop)
+
+
+def _remap(value: Value, old_body: Region, new_body: Region) -> Value:
+    if value in old_body.args:
+        return new_body.args[old_body.args.index(value)]
+    return value
