@@ -115,3 +115,22 @@ def test_reduction_with_a_jit_combine_function_inside_a_loop():
     run(reduce_loop_kernel, (1,), {"X": "*fp32", "Y": "*fp32"}, [x, y], {"ROWS": rows, "BLOCK": block})
     expected = x.max(axis=0) + np.float32(x.max(axis=1).astype(np.float32).sum(dtype=np.float32))
     np.testing.assert_allclose(y, expected, rtol=1e-5)
+
+
+@jit
+def condition_while_kernel(X, Y, n):
+    # Halve each value until it is below 1: a data-dependent while through tl.condition.
+    x = tl.load(X + tl.program_id(0))
+    steps = 0
+    while tl.condition(x >= 1.0, disable_licm=True):
+        x = x * 0.5
+        steps += 1
+    tl.store(Y + tl.program_id(0), steps + n)
+
+
+def test_while_on_a_tl_condition():
+    x = RNG.uniform(0, 1000, 32).astype(np.float32)
+    y = np.zeros(32, np.int32)
+    run(condition_while_kernel, (32,), {"X": "*fp32", "Y": "*i32", "n": "i32"}, [x, y, 7])
+    expected = [next(k for k in range(64) if v / 2.0**k < 1.0) + 7 for v in x.astype(np.float64)]
+    assert y.tolist() == expected

@@ -395,8 +395,11 @@ class ControlFlowMixin:
         with self._inside(before):
             cond = self.visit(node.test)
             condition_class = language_attr("condition")
-            if condition_class is not None and isinstance(cond, condition_class):
-                cond = cond.condition
+            # `tl.condition(c, disable_licm=...)` is a plain class, so the call
+            # comes back as a constexpr holding it. Its option only steers
+            # loop-invariant code motion, which changes no result: it is dropped.
+            if condition_class is not None and isinstance(unwrap(cond), condition_class):
+                cond = unwrap(cond).condition
             if not isinstance(cond, tensor):
                 raise self.error(node.test, "the condition of a `while` loop must be a tensor (a run-time value), "
                                             f"got {describe_value(cond)}")
