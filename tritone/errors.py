@@ -51,7 +51,15 @@ class CompilationError(TritonError):
         return "\n".join(parts)
 
     def __reduce__(self):
-        return (type(self), (self.src, self.node, self.error_message))
+        # Keyword-only fields travel too: an error pickled across processes
+        # (compile workers) must name the same file, kernel and line.
+        return (_rebuild_compilation_error, (type(self), self.src, self.node, self.error_message, self.filename,
+                                             self.function, self.line_offset))
+
+
+def _rebuild_compilation_error(cls: type, src: str | None, node: ast.AST | None, error_message: str | None,
+                               filename: str, function: str, line_offset: int) -> CompilationError:
+    return cls(src, node, error_message, filename=filename, function=function, line_offset=line_offset)
 
 
 class CompileTimeAssertionFailure(CompilationError):

@@ -297,3 +297,16 @@ CASES = [
 def test_bad_kernel_is_reported_at_its_line_and_column(case: Case):
     error = compile_error(case.kernel, case.signature, case.constexprs, cls=case.cls)
     assert_error_at(error, case.kernel, case.line_after_def, case.col, case.message)
+
+
+def test_a_pickled_error_keeps_its_file_kernel_and_line():
+    import pickle
+
+    error = compile_error(uses_undefined_name, {"X": "*fp32"}, {}, cls=CompilationError)
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert (copy.filename, copy.function, copy.lineno, copy.col_offset) == (
+        error.filename, error.function, error.lineno, error.col_offset)
+    unsupported = compile_error(uses_break, {"X": "*fp32", "n": "i32"}, {}, cls=UnsupportedLanguageConstruct)
+    assert str(pickle.loads(pickle.dumps(unsupported))) == str(unsupported)
