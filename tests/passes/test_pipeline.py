@@ -82,3 +82,32 @@ def test_broken_input_is_reported_before_any_pass():
 def test_passes_run_in_the_given_order():
     module = run_pipeline(parse_module(KERNEL), passes=[inline, cse, fold, dce])
     assert "%s = add(%y, %y)" in print_module(module)
+
+
+def test_dump_ir_environment_variable_dumps_every_pass_of_a_launch(monkeypatch, capfd):
+    import numpy as np
+
+    import tritone
+    import tritone.language as tl
+
+    @tritone.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TRITONE_DUMP_IR", "1")
+    x = np.random.default_rng().standard_normal(10).astype(np.float32)
+    expected = x * 2
+    double[(1,)](x, 10, BLOCK=16)
+    assert np.array_equal(x, expected)
+    err = capfd.readouterr().err
+    headers = [line for line in err.splitlines() if line.startswith("// -----// IR Dump After")]
+    assert headers == [f"// -----// IR Dump After {pass_name(p)} //----- //" for p in FRONTEND_PASSES]
+    for dump in err.split("// -----// IR Dump After ")[1:]:
+        assert "tt.func @double" in dump
+        parse_module(dump.split("\n", 1)[1])
+    monkeypatch.delenv("TRITONE_DUMP_IR")
+    double[(1,)](x, 10, BLOCK=16)
+    assert "IR Dump" not in capfd.readouterr().err
