@@ -1,9 +1,9 @@
 """The first test for a new install: add two vectors with a kernel.
 
 This is the test program Windows users of Triton run first, unchanged except
-for `import tritone as triton` (and CPU tensors: where no GPU is usable,
-tritone runs the kernel in its CPU interpreter). It prints
-`tensor([0., 0., 0.])` when everything works.
+for `import tritone as triton` and the choice of device below. It prints
+`tensor([0., 0., 0.], device='cuda:0')` on a GPU, `tensor([0., 0., 0.])` on
+the CPU, when everything works.
 """
 
 import torch
@@ -32,8 +32,13 @@ def add(x: torch.Tensor, y: torch.Tensor):
     return output
 
 
-a = torch.rand(3)
+# Triton's script says `device="cuda"`. tritone also runs where there is no GPU
+# (in its CPU interpreter, which reads CPU tensors), so where torch has no CUDA
+# the script uses CPU tensors. On a machine whose GPU tritone uses, torch must be
+# a CUDA build: the GPU launcher refuses CPU tensors, as Triton's does.
+device = "cuda" if torch.cuda.is_available() else "cpu"
+a = torch.rand(3, device=device)
 b = a + a
 b_compiled = add(a, a)
 print(b_compiled - b)
-print("If you see tensor([0., 0., 0.]), then it works")
+print(f"If you see {torch.zeros(3, device=device)}, then it works")

@@ -1,4 +1,6 @@
-"""The scripts of examples/ run and print what they promise."""
+"""The scripts of examples/ run and print what they promise, where kernels run
+here: on the GPU with CUDA tensors when tritone and torch both have one, on the
+CPU otherwise."""
 
 from __future__ import annotations
 
@@ -8,8 +10,14 @@ import runpy
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
+
+from tritone.runtime.launch import active_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# The examples' own rule: CUDA tensors where torch has CUDA.
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def run_example(name: str, run_name: str = "__main__") -> tuple[dict, str]:
@@ -19,19 +27,39 @@ def run_example(name: str, run_name: str = "__main__") -> tuple[dict, str]:
     return namespace, output.getvalue()
 
 
+def gpu_without_torch_cuda() -> bool:
+    """tritone runs kernels on a GPU but this torch cannot make CUDA tensors, so the
+    examples' CPU tensors are refused, as Triton's launcher refuses them."""
+    return active_target().backend == "cuda" and DEVICE == "cpu"
+
+
 def test_vector_add_prints_zeros():
+    if gpu_without_torch_cuda():
+        with pytest.raises(ValueError, match=r"Pointer argument x_ptr \(at 0\) cannot be accessed .*cpu tensor\?"):
+            run_example("vector_add.py")
+        return
     _, printed = run_example("vector_add.py")
-    assert printed.splitlines()[0] == "tensor([0., 0., 0.])"
+    zeros = str(torch.zeros(3, device=DEVICE))
+    assert zeros == ("tensor([0., 0., 0.])" if DEVICE == "cpu" else "tensor([0., 0., 0.], device='cuda:0')")
+    assert printed.splitlines() == [zeros, f"If you see {zeros}, then it works"]
 
 
-def test_fused_softmax_on_numpy_and_torch():
-    import torch
-
+def test_fused_softmax_on_torch_tensors():
+    if gpu_without_torch_cuda():
+        with pytest.raises(ValueError, match=r"cpu tensor\?"):
+            run_example("fused_softmax.py")
+        return
     namespace, printed = run_example("fused_softmax.py")
+    assert printed.startswith("on cuda:0: " if DEVICE == "cuda" else "on cpu: ")
     assert float(printed.rsplit(":", 1)[1]) < 1e-6
-    softmax = namespace["softmax"]
-    x = torch.randn(7, 300)
-    torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))
+    rng = np.random.default_rng()
+    x = torch.randn(int(rng.integers(1, 20)), int(rng.integers(1, 1500)), device=DEVICE)
+    torch.testing.assert_close(namespace["softmax"](x), torch.softmax(x, dim=1))
+
+
+def test_fused_softmax_on_numpy_arrays_in_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    namespace, _ = run_example("fused_softmax.py", run_name="fused_softmax")
     array = np.random.default_rng().standard_normal((5, 64), dtype=np.float32)
-    np.testing.assert_allclose(softmax(array), torch.softmax(torch.from_numpy(array), dim=1).numpy(), rtol=1e-5,
-                               atol=1e-7)
+    np.testing.assert_allclose(namespace["softmax"](array), torch.softmax(torch.from_numpy(array), dim=1).numpy(),
+                               rtol=1e-5, atol=1e-7)
