@@ -107,6 +107,8 @@ def row_major_strides(shape: tuple[int, ...]) -> list[int]:
 
 
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
+# Ops whose regions run as loop bodies or branches (not helper functions).
+_CONTROL_FLOW = ("for", "while", "if")
 
 
 class Emitter:
@@ -227,6 +229,21 @@ class Emitter:
     def nregs(self, value: Value) -> int:
         return self.linear(value).num_registers if value.type.is_block() else 1
 
+    def distinct_register_bits(self, value: Value) -> int:
+        """The register-index bits that can change `value`'s element: register i
+        holds the same element value as register `i & mask`. A bit is left out when
+        its basis stays inside the aligned runs of equal elements axis analysis
+        proves (`constancy`), so code computing the block can compute each run once
+        and the C++ compiler sees the copies are equal (one mask predicate per
+        16-byte vector instead of one per element, say)."""
+        linear = self.linear(value)
+        constancy = self.axis_info(value).constancy
+        mask = 0
+        for bit, basis in enumerate(linear.registers):
+            if any(component >= run for component, run in zip(basis, constancy)):
+                mask |= 1 << bit
+        return mask
+
     def reg(self, value: Value, index) -> str:
         """Register `index` (an int or a C expression) of a block, or the scalar itself."""
         name = self.name(value)
@@ -326,7 +343,8 @@ class Emitter:
 
     # -- regions ------------------------------------------------------------------
     def emit_region(self, region: Region) -> None:
-        if region is not self.fn.body:
+        owner = region.parent
+        if isinstance(owner, Operation) and owner.name in _CONTROL_FLOW:
             self.shared_accesses = None
         for op in region.ops:
             self.emit_op(op)
@@ -342,6 +360,6 @@ class Emitter:
             generator(self, op)
         finally:
             self.scratch_base = saved
-        if op.regions or "scratch_offset" in op.attrs:
-            # Which shared bytes a region or a scratch user touched is not tracked.
+        if op.name in _CONTROL_FLOW or "scratch_offset" in op.attrs:
+            # Which shared bytes a loop, a branch or a scratch user touched is not tracked.
             self.shared_accesses = None

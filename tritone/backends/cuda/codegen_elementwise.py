@@ -26,12 +26,17 @@ _CMP_OPERATORS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne"
 
 def elementwise(em: Emitter, op: Operation, make_expr) -> None:
     """Define the op's one result from `make_expr(operand expressions)`, register
-    by register (all operands share the result's layout)."""
+    by register (all operands share the result's layout). Registers that axis
+    analysis proves equal to an earlier one (see `Emitter.distinct_register_bits`)
+    are computed from that register's operands, so the C++ compiler folds them."""
     result = op.results[0]
     if result.type.is_block():
         name = em.define_block(result)
-        operands = [em.reg(v, "i") for v in op.operands]
-        em.for_registers(em.nregs(result), f"{name}[i] = {make_expr(operands)};")
+        count = em.nregs(result)
+        mask = em.distinct_register_bits(result)
+        index = "i" if mask == count - 1 else f"i & {mask}"
+        operands = [em.reg(v, index) for v in op.operands]
+        em.for_registers(count, f"{name}[i] = {make_expr(operands)};")
     else:
         em.define_scalar(result, make_expr([em.name(v) for v in op.operands]))
 

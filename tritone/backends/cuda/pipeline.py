@@ -2,29 +2,30 @@
 
 In a `for` loop, a load whose block goes straight into a dot operand's shared
 tile (`load -> [permute ->] local_alloc`, see `dot/operands.py`) becomes an
-asynchronous copy (`cp.async`) into a buffer of `num_stages` tiles, issued
-`num_stages - 1` trips ahead of the trip that reads it:
+asynchronous copy (`cp.async`) into a buffer of `num_stages - 1` tiles (as
+many as Triton uses), issued `num_stages - 1` trips ahead of the trip that
+reads it:
 
-    buffers = local_buffer() ...                      # [stages, *tile] each
-    for s in 0 .. stages-2:                           # prologue
+    buffers = local_buffer() ...                  # [num_stages - 1, *tile] each
+    for s in 0 .. num_stages-2:                   # prologue
         async_copy(buffer, s, ptr(trip s), mask(trip s) & trip s < ub); async_commit()
-    for iv ...  carrying (..., read, write):
-        async_wait {pending = stages - 2}; barrier    # trip iv's tiles are in
-        tile = local_index(buffer, read)
-        async_copy(buffer, write, ptr(iv + (stages-1) step), mask & in range); async_commit()
+    for iv ...  carrying (..., stage):
+        async_wait {pending = num_stages - 3}     # and a barrier: trip iv's tiles are in
+        tile = local_index(buffer, stage)
         ... the body, reading `tile` ...
-        read, write = read + 1 mod stages, write + 1 mod stages
-    async_wait {pending = 0}                          # nothing in flight afterwards
+        barrier                                   # every thread is done with the stage
+        async_copy(buffer, stage, ptr(iv + (num_stages-1) step), mask & in range); async_commit()
+        stage = stage + 1 mod (num_stages - 1)
+    async_wait {pending = 0}                      # nothing in flight afterwards
 
 The ops computing a pipelined load's pointer and mask (its *producer slice*:
 address arithmetic, masks, and the loop-carried pointers they advance) run
-`stages - 1` trips ahead: cloned into the prologue per stage, and in the body
-on loop-carried values that are that far ahead. A loop is left alone when
-that cannot be done exactly: a producer op with effects, a carried value of
-the slice that the rest of the body or the code after the loop reads, a load
-with a non-zero `other`, or pieces that `cp.async` cannot copy (4, 8 or 16
-aligned bytes under one mask bit). The stage written in trip i is the one
-read in trip i - 1, which every thread finished before the barrier of trip i.
+`num_stages - 1` trips ahead: cloned into the prologue per stage, and at the
+end of the body on loop-carried values that are that far ahead. A loop is
+left alone when that cannot be done exactly: a producer op with effects, a
+carried value of the slice that the rest of the body or the code after the
+loop reads, a load with a non-zero `other`, or pieces that `cp.async` cannot
+copy (4, 8 or 16 aligned bytes under one mask bit).
 
 `tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
 `num_stages` (n <= 1: no pipelining).
@@ -270,7 +271,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         tile = chain.load_layout
         layout = SwizzledSharedLayout(tile.vec, tile.per_phase, tile.max_phase,
                                       tuple(d + 1 for d in tile.order) + (0,))
-        buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [stages] + list(load_ty.shape), layout)))
+        buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [prefetch] + list(load_ty.shape),
+                                                              layout)))
 
     # prologue: the first `prefetch` trips' copies, and the ahead carried values after them
     current = {i: loop.operands[3 + i] for i in ahead}
@@ -283,32 +285,22 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range)
         current = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
 
-    # the new loop: the old carried values (ahead ones advanced), then the read and write stages
-    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])]
-    inits += [b.constant(0, int32), b.constant(prefetch, int32)]
-    new_body = Region([a.type for a in body.args] + [int32, int32],
-                      [a.name_hint for a in body.args] + ["read_stage", "write_stage"])
-    new_loop = Operation("for", list(loop.operands[:3]) + inits,
-                         [r.type for r in loop.results] + [int32, int32], dict(loop.attrs), [new_body], loop.loc)
+    # the new loop: the old carried values (ahead ones advanced), then the stage
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [b.constant(0, int32)]
+    new_body = Region([a.type for a in body.args] + [int32], [a.name_hint for a in body.args] + ["stage"])
+    new_loop = Operation("for", list(loop.operands[:3]) + inits, [r.type for r in loop.results] + [int32],
+                         dict(loop.attrs), [new_body], loop.loc)
     parent.insert(parent.ops.index(loop), new_loop)
-    read, write = new_body.args[-2], new_body.args[-1]
+    stage = new_body.args[-1]
     nb = _Builder(new_body, None, loop.loc)
     nb.op("async_wait", buffers, pending=prefetch - 1)
     tiles = {}
     for chain, buffer in zip(chains, buffers):
         tile_ty = block_type(buffer.type.scalar, list(buffer.type.shape[1:]), chain.load_layout)
-        tile = nb.value("local_index", [buffer, read], tile_ty)
+        tile = nb.value("local_index", [buffer, stage], tile_ty)
         if chain.permute is not None:
             tile = nb.value("permute", [tile], chain.alloc.results[0].type, order=tuple(chain.permute.attrs["order"]))
         tiles[chain.alloc.results[0]] = tile
-    iv_ahead = nb.value("add", [new_body.args[0], nb.value("mul", [step, nb.constant(prefetch, iv_ty)], iv_ty)],
-                        iv_ty)
-    in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
-    mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
-    for op in slice_ops:
-        nb.clone(op, mapping)
-    _issue_copies(nb, chains, buffers, write, mapping, in_range)
-    advanced = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
 
     chain_ops = {id(op) for c in chains for op in (c.load, c.permute, c.alloc) if op is not None}
     slice_ids = {id(op) for op in slice_ops}
@@ -320,16 +312,22 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         new_body.append(op)
     for old, new in list(zip(body.args, new_body.args)) + list(tiles.items()):
         replace_all_uses(new_body, old, new)
+
+    # the copies for trip iv + prefetch * step, into the stage every thread has finished reading
+    nb.op("barrier", [])
+    iv_ahead = nb.value("add", [new_body.args[0], nb.value("mul", [step, nb.constant(prefetch, iv_ty)], iv_ty)],
+                        iv_ty)
+    in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
+    mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
+    for op in slice_ops:
+        nb.clone(op, mapping)
+    _issue_copies(nb, chains, buffers, stage, mapping, in_range)
+    advanced = {i: mapping.get(terminator.operands[i], terminator.operands[i]) for i in ahead}
     yielded = [advanced.get(i, v) for i, v in enumerate(terminator.operands)]
     yielded = [_remap(v, body, new_body) for v in yielded]
-    one, count = nb.constant(1, int32), nb.constant(stages, int32)
-    zero = nb.constant(0, int32)
-    next_stages = []
-    for stage in (read, write):
-        bumped = nb.value("add", [stage, one], int32)
-        wrapped = nb.value("cmp", [bumped, count], int1, pred="eq")
-        next_stages.append(nb.value("select", [wrapped, zero, bumped], int32))
-    nb.op("yield", yielded + next_stages)
+    bumped = nb.value("add", [stage, nb.constant(1, int32)], int32)
+    wrapped = nb.value("cmp", [bumped, nb.constant(prefetch, int32)], int1, pred="eq")
+    nb.op("yield", yielded + [nb.value("select", [wrapped, nb.constant(0, int32), bumped], int32)])
 
     after = parent.ops.index(new_loop) + 1
     parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))

@@ -4,13 +4,13 @@ layout and every operand the layout its producer chose).
 
 An operand stays in registers, converted to the implementation's dot-operand
 layout, when that conversion moves no element between threads (attention's
-`p`, computed in the accumulator layout of the previous dot), or when it is an
-`a` operand defined outside the loop the dot runs in and its fragments are
-small (attention's `q`: converted once, read from registers every trip).
-Otherwise it is stored into a shared tile (`local_alloc`) right after its
-definition, contiguous along the dim it is contiguous in now, so the store is
-vectorised and the software pipeline can later fill the tile with `cp.async`
-straight from global memory instead.
+`p`, computed in the accumulator layout of the previous dot). Otherwise it is
+stored into a shared tile (`local_alloc`) right after its definition,
+contiguous along the dim it is contiguous in now, so the store is vectorised
+and the software pipeline can later fill the tile with `cp.async` straight
+from global memory instead. A loop-invariant operand (attention's `q`) is
+stored once before the loop and read from shared memory every trip, as
+Triton does: its fragments would hold registers for the whole loop.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from ..layout_pass import make_convert
 from ..layouts import BlockedLayout, DistributedLayout, DotOperandLayout
 from . import select
 from .shared import is_shared_tile
-
-# A loop-invariant `a` operand stays in registers up to this many 32-bit registers per thread.
-_MAX_INVARIANT_REGISTERS = 64
 
 
 def run(module: Module, ctx=None) -> None:
@@ -46,48 +43,9 @@ def fastest_dim(value: Value) -> int:
     return max(reversed(range(rank)), key=lambda d: linear.contiguous_registers(d))
 
 
-def _innermost_loop(op: Operation) -> Operation | None:
-    region = op.parent
-    while region is not None:
-        owner = region.parent
-        if not isinstance(owner, Operation):
-            return None
-        if owner.name in ("for", "while"):
-            return owner
-        region = owner.parent
-    return None
-
-
-def _inside(op: Operation | None, loop: Operation) -> bool:
-    while op is not None:
-        if op is loop:
-            return True
-        region = op.parent
-        owner = region.parent if region is not None else None
-        op = owner if isinstance(owner, Operation) else None
-    return False
-
-
-def _defined_outside(value: Value, loop: Operation) -> bool:
-    owner = value.owner
-    if isinstance(owner, Operation):
-        return not _inside(owner, loop)
-    region_owner = owner.parent if owner is not None else None
-    return not isinstance(region_owner, Operation) or not _inside(region_owner, loop)
-
-
-def _stays_in_registers(op: Operation, index: int, value: Value, layout: DotOperandLayout) -> bool:
+def _stays_in_registers(value: Value, layout: DotOperandLayout) -> bool:
     shape = tuple(value.type.shape)
-    src, dst = value.type.layout.linear(shape), layout.linear(shape)
-    if register_sources(src, dst, lambda c: c) is not None:
-        return True
-    if index != 0:
-        return False
-    loop = _innermost_loop(op)
-    if loop is None or not _defined_outside(value, loop):
-        return False
-    words = dst.num_registers * value.type.scalar.itemsize // 4
-    return words <= _MAX_INVARIANT_REGISTERS
+    return register_sources(value.type.layout.linear(shape), layout.linear(shape), lambda c: c) is not None
 
 
 class _Placer:
@@ -131,7 +89,7 @@ def place_operands(fn, target: int) -> None:
             if is_shared_tile(value) or isinstance(value.type.layout, DotOperandLayout):
                 continue
             in_registers = impl.register_operand_layout(op, index, result_layout)
-            if in_registers is not None and _stays_in_registers(op, index, value, in_registers):
+            if in_registers is not None and _stays_in_registers(value, in_registers):
                 op.operands[index] = placer.convert(value, in_registers)
             else:
                 shared = impl.shared_operand_layout(op, index, fastest_dim(value))
