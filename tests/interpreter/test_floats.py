@@ -169,7 +169,7 @@ def test_fma_is_one_rounding():
             if name == "fp32":
                 # Reference: nearest fp32 to the exact value, by comparing neighbours.
                 guess = np.float32(float(exact))
-                candidates = [np.nextafter(guess, -np.inf), guess, np.nextafter(guess, np.inf)]
+                candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
                 best = min(candidates, key=lambda v: (abs(Fraction(float(v)) - exact),
                                                       int(np.array(v).view(np.uint32)) & 1))
                 assert got[i] == best

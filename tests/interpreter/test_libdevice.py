@@ -132,6 +132,7 @@ def test_bit_functions():
     assert extern("clz", [x32], ["i32"], "i32").tolist() == [32 - v.bit_length() for v in u32]
     assert extern("clz", [x64], ["i64"], "i32").tolist() == [64 - v.bit_length() for v in u64]
     assert extern("popc", [x64], ["i64"], "i32").tolist() == [bin(v).count("1") for v in u64]
+    assert extern("popc", [x32], ["i32"], "i32").tolist() == [bin(v).count("1") for v in u32]
     assert extern("ffs", [x32], ["i32"], "i32").tolist() == [(v & -v).bit_length() for v in u32]
     s = _ints(np.int32)
     perm = []

@@ -52,6 +52,17 @@ def test_views_reach_their_whole_storage():
     assert torch.equal(out, base[:256])
 
 
+def test_a_strided_array_that_owns_no_contiguous_block_is_reachable():
+    # as_strided's result has no ndarray base: the interpreter registers exactly
+    # the bytes it spans (byte_bounds, found where numpy 1.x or 2.x keeps it).
+    backing = np.random.default_rng().standard_normal(64).astype(np.float32)
+    every_other = np.lib.stride_tricks.as_strided(backing, shape=(32,), strides=(8,))
+    assert not every_other.flags.c_contiguous and not isinstance(every_other.base, np.ndarray)
+    out = np.zeros(128, np.float32)
+    run_kernel(_add_kernel(), (1, 1, 1), [every_other, every_other, out, 63])
+    assert np.array_equal(out[:63], 2 * backing[:63]) and not out[63:].any()
+
+
 def test_masked_load_gives_other_and_never_touches_memory():
     rng = np.random.default_rng()
     x = rng.standard_normal(64).astype(np.float16)

@@ -217,9 +217,19 @@ def _ffs(arg_types, result_type):
     return ffs
 
 
+_BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _bit_count(u: np.ndarray) -> np.ndarray:
+    """Set bits of each unsigned element (np.bitwise_count, which numpy 1.x lacks)."""
+    u = np.asarray(u)
+    per_byte = _BYTE_POPCOUNT[np.ascontiguousarray(u).view(np.uint8)].reshape(u.shape + (u.itemsize,))
+    return per_byte.sum(axis=-1, dtype=np.uint8)
+
+
 def _popc(arg_types, result_type):
     bits = _int_width(arg_types[0])
-    return lambda x: np.bitwise_count(_as_unsigned(x, bits))
+    return lambda x: _bit_count(_as_unsigned(x, bits))
 
 
 _BYTE_REVERSED = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)

@@ -62,6 +62,10 @@ def _raw_memory(address: int, nbytes: int) -> np.ndarray:
     return np.ctypeslib.as_array(array_type.from_address(address))
 
 
+# numpy 2 moved byte_bounds to np.lib.array_utils; numpy 1.x has it at the top level.
+_byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds
+
+
 def _numpy_span(array: np.ndarray) -> tuple[int, int]:
     """Address range of the memory an ndarray's data lives in (its base's whole span)."""
     base = array
@@ -71,7 +75,7 @@ def _numpy_span(array: np.ndarray) -> tuple[int, int]:
     if base.flags.c_contiguous or base.flags.f_contiguous:
         return start, base.nbytes
     # A strided array that owns no contiguous block: cover exactly the bytes it spans.
-    low, high = np.lib.array_utils.byte_bounds(base)
+    low, high = _byte_bounds(base)
     return low, high - low
 
 
