@@ -11,73 +11,35 @@ Kernels are written in the Triton language and compiled by the frontend."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from types import MappingProxyType
 
 import numpy as np
+import pytest
+from test_dot_compile import (
+    ATTENTION_SIG,
+    MATMUL_SIG,
+    attention_kernel,
+    batched_kernel,
+    dot_kernel,
+    ir_module,
+    matmul_constexprs,
+    matmul_kernel,
+)
 
-import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda.dot.shared import TileGeometry
-from tritone.compiler.compiler import ASTSource
+from tritone.compiler.compiler import ASTSource, make_ir
 
-# -- kernels -----------------------------------------------------------------------------
-
-
-@triton.jit
-def dot_kernel(a_ptr, b_ptr, c_ptr, stride_am, stride_ak, stride_bk, stride_bn, M: tl.constexpr, N: tl.constexpr,
-               K: tl.constexpr, TRANS_A: tl.constexpr, TRANS_B: tl.constexpr, ACC: tl.constexpr,
-               PRECISION: tl.constexpr):
-    offs_m = tl.arange(0, M)
-    offs_n = tl.arange(0, N)
-    offs_k = tl.arange(0, K)
-    if TRANS_A:
-        a = tl.load(a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am)
-        a = tl.trans(a)
-    else:
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    if TRANS_B:
-        b = tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :] * stride_bk)
-        b = tl.trans(b)
-    else:
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn)
-    c = tl.dot(a, b, out_dtype=ACC, input_precision=PRECISION)
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], c)
-
-
-@triton.jit
-def chained_kernel(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr):
-    offs_m = tl.arange(0, M)
-    offs_n = tl.arange(0, N)
-    offs_d = tl.arange(0, D)
-    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
-    kt = tl.load(k_ptr + offs_d[:, None] + offs_n[None, :] * D)
-    v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :])
-    p = tl.dot(q, kt)
-    p = tl.exp(p - tl.max(p, 1)[:, None]).to(tl.float16)
-    o = tl.dot(p, v)
-    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], o)
-
-
-@triton.jit
-def batched_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    ob = tl.arange(0, B)[:, None, None]
-    om = tl.arange(0, M)[None, :, None]
-    on = tl.arange(0, N)[None, None, :]
-    ok = tl.arange(0, K)
-    a = tl.load(a_ptr + ob * M * K + om * K + ok[None, None, :])
-    b = tl.load(b_ptr + ob * K * N + ok[None, :, None] * N + on)
-    tl.store(c_ptr + ob * M * N + om * N + on, tl.dot(a, b))
+# -- kernels -------------------------------------------------------------------------------
 
 
 def compile_ir(fn, signature, constexprs, arch, num_warps=4, divisible=()):
     src = ASTSource(fn, signature, constexprs, {name: [["tt.divisibility", 16]] for name in divisible})
-    module = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps}).ir
-    names = [a.name_hint for a in module.kernel.args]
-    module.kernel.attrs["arg_attrs"] = {i: {"divisibility": 16} for i, n in enumerate(names) if n in divisible}
-    return module
+    return make_ir(src, GPUTarget("cuda", arch, 32), {"num_warps": num_warps})
 
 
 _DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i32", "stride_ak": "i32",
@@ -121,9 +83,11 @@ _CAST = re.compile(r"\((?:unsigned|int|unsigned short|unsigned char|signed char|
 _SUFFIX = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)u\b")
 
 
-def _py(expr: str) -> str:
+@functools.lru_cache(maxsize=None)
+def _py(expr: str):
+    """The C++ integer expression as compiled Python (same operators, same precedence)."""
     expr = _CAST.sub("", expr)
-    return _SUFFIX.sub(r"\1", expr).replace("tt_shared_u32(tt_smem)", "0")
+    return compile(_SUFFIX.sub(r"\1", expr).replace("tt_shared_u32(tt_smem)", "0"), "<c++>", "eval")
 
 
 def _split_args(text: str) -> list[str]:
@@ -174,6 +138,10 @@ class Simulator:
                 ty = op.results[0].type
                 geom = TileGeometry(ty.layout, tuple(ty.shape), ty.scalar.itemsize)
                 self.tiles.append((int(op.attrs["offset"]), em.names[op.operands[0]], geom))
+        self._prologue = [m.groups() for m in (re.match(r"const (?:int|unsigned) (\w+) = (.*);$", line)
+                                               for line in em.prologue) if m]
+        self._lines = [line.strip() for line in em.lines if "tt_" in line or "const unsigned s" in line
+                       or re.match(r"\s*(?:const )?(?:int|unsigned|bool) \w+ = ", line)]
 
     def elements(self, name: str, reg: int, lane: int, warp: int):
         """(storage name, coordinates) of register `reg` of a register array."""
@@ -271,10 +239,8 @@ class Simulator:
 
     def _thread(self, warp, lane):
         env = {"tt_lane": lane, "tt_warp": warp}
-        for line in self.em.prologue:
-            m = re.match(r"const (?:int|unsigned) (\w+) = (.*);$", line)
-            if m:
-                env[m.group(1)] = eval(_py(m.group(2)), {}, env)
+        for name, expr in self._prologue:
+            env[name] = eval(_py(expr), {}, env)
 
         def ev(expr):
             try:
@@ -283,7 +249,7 @@ class Simulator:
                 raise AssertionError(f"cannot evaluate {expr}: {exc}") from None
 
         events = []
-        lines = [line.strip() for line in self.em.lines]
+        lines = self._lines
         pending_copy = None
         families = {}
         for line in lines:
@@ -474,3 +440,68 @@ def simulate_dot(module, target, num_warps=4, index=0, repeats=1):
 def _call_result(call):
     shape, n_c, _, _ = _shape_of(call["helper"])
     return call["lanes"][0][0][0][0]
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+F32, F16, I32 = tl.float32, tl.float16, tl.int32
+
+
+@pytest.mark.parametrize("arch, dtype, acc, precision, trans_a, trans_b", [
+    (80, "fp16", F32, "tf32", False, False),  # ldmatrix a, ldmatrix.trans b
+    (80, "fp16", F16, "tf32", True, True),    # ldmatrix.trans a, ldmatrix b; fp16 accumulator
+    (80, "bf16", F32, "tf32", False, True),
+    (80, "fp32", F32, "tf32", True, False),   # fp32 a contiguous along m: element loads
+    (86, "fp32", F32, "tf32x3", False, False),
+    (80, "i8", I32, "tf32", False, True),
+    (80, "i8", I32, "tf32", True, False),     # int8 b contiguous along n: element loads
+    (89, "fp8e4nv", F32, "tf32", False, True),
+    (80, "fp8e5", F16, "tf32", False, False),  # fp8 through fp16 fragments
+    (75, "fp16", F32, "tf32", False, False),
+    (75, "i8", I32, "tf32", False, True),
+    (75, "fp8e4nv", F16, "tf32", True, True),
+])
+def test_mma_operands_pair_up(arch, dtype, acc, precision, trans_a, trans_b):
+    k = 64 if dtype in ("i8", "fp8e4nv", "fp8e5") else 32
+    acc_name = {F32: "fp32", F16: "fp16", I32: "i32"}[acc]
+    module = dot_module(arch, dtype, 32, 32, k, trans_a, trans_b, acc, precision, 4, acc_name)
+    calls, conflicts, _ = simulate_dot(module, arch, repeats=3 if precision == "tf32x3" else 1)
+    assert calls > 0
+    if dtype in ("fp16", "bf16") or not (trans_a or trans_b):
+        assert conflicts == 0
+
+
+def test_small_dot_with_replicated_warps():
+    calls, _, _ = simulate_dot(dot_module(80, "fp16", 16, 16, 16), 80)
+    assert calls == 4  # two 16x8 tiles, each computed by two warps
+
+
+def test_batched_dot():
+    module = compile_ir(batched_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"},
+                        {"B": 2, "M": 32, "N": 16, "K": 16}, 80, divisible=("a_ptr", "b_ptr", "c_ptr"))
+    calls, conflicts, _ = simulate_dot(module, 80)
+    assert calls == 8 and conflicts == 0
+
+
+def test_pipelined_matmul_tiles():
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(64, 64, 32), 80)
+    calls, conflicts, em = simulate_dot(module, 80)
+    assert calls == 64 and conflicts == 0
+    assert any("tt_cp_async16" in line for line in em.lines)
+
+
+def test_attention_dots_take_p_from_registers():
+    consts = {"HEAD_DIM": 32, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True}
+    module = ir_module(attention_kernel, ATTENTION_SIG, consts, 80)
+    em = lower(module, 80)
+    sim = Simulator(em, 4)
+    calls = sim.run()
+    qk, pv = [op for op in module.kernel.walk() if op.name == "dot"]
+    assert pv.operands[0].defining_op.name == "convert_layout"  # p: registers, no shared memory
+    for op in (qk, pv):
+        result = em.names[op.results[0]]
+        mine = [c for c in calls if _call_result(c) == result]
+        check_mmas(mine, storage_names(em, op.operands[0]), storage_names(em, op.operands[1]), result,
+                   op.operands[0].type.shape[-1], tuple(op.results[0].type.shape))
+    assert sim.conflicts == 0
+

@@ -1,0 +1,340 @@
+"""Dot kernels written in the Triton language compile with NVRTC for every target
+(sm_61 ... sm_120) without a GPU, with the instructions each target's dot
+path calls for (mma.sync shapes, ldmatrix, cp.async; FMA on Pascal) and no
+local-memory spills; the software pipeline's structure; shared memory that
+does not fit fails at compile time.
+
+The kernels here are also the GPU tests' (test_dot_gpu.py) and the fragment
+simulator's (test_dot_fragments.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import generate_cuda
+from tritone.compiler.compiler import ASTSource, make_ir
+from tritone.errors import OutOfResources
+
+# -- kernels ---------------------------------------------------------------------------------
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, stride_am, stride_ak, stride_bk, stride_bn, M: tl.constexpr, N: tl.constexpr,
+               K: tl.constexpr, TRANS_A: tl.constexpr, TRANS_B: tl.constexpr, ACC: tl.constexpr,
+               PRECISION: tl.constexpr):
+    """c[M, N] = a @ b for one block; TRANS_A: a is read as the transpose of a [K, M] block (likewise b)."""
+    offs_m = tl.arange(0, M)
+    offs_n = tl.arange(0, N)
+    offs_k = tl.arange(0, K)
+    if TRANS_A:
+        a = tl.trans(tl.load(a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am))
+    else:
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    if TRANS_B:
+        b = tl.trans(tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :] * stride_bk))
+    else:
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn)
+    c = tl.dot(a, b, out_dtype=ACC, input_precision=PRECISION)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], c)
+
+
+@triton.jit
+def batched_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """c[B, M, N] = a[B, M, K] @ b[B, K, N], contiguous."""
+    ob = tl.arange(0, B)[:, None, None]
+    om = tl.arange(0, M)[None, :, None]
+    on = tl.arange(0, N)[None, None, :]
+    ok = tl.arange(0, K)
+    a = tl.load(a_ptr + ob * M * K + om * K + ok[None, None, :])
+    b = tl.load(b_ptr + ob * K * N + ok[None, :, None] * N + on)
+    tl.store(c_ptr + ob * M * N + om * N + on, tl.dot(a, b))
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  ACTIVATION: tl.constexpr, PRECISION: tl.constexpr, LOOP_STAGES: tl.constexpr):
+    """Triton's tutorial matmul: grouped tile order, masked edges, an optional fused
+    activation, the result cast to c's element type."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=LOOP_STAGES):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        acc = leaky_relu(acc)
+    c = acc.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def attention_kernel(Q, K, V, sm_scale, Out, stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
+                     stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om, H, N_CTX,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Flash attention forward (online softmax in base 2), one BLOCK_M rows of one head
+    per program; N_CTX a multiple of the blocks."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :])
+    k_ptrs = K + off_z * stride_kz + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None]
+    v_ptrs = V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :]
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, hi, BLOCK_N):
+        k = tl.load(k_ptrs)
+        qk = tl.dot(q, k)
+        if CAUSAL:
+            qk = qk * qk_scale + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(v_ptrs)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+        k_ptrs += BLOCK_N * stride_kn
+        v_ptrs += BLOCK_N * stride_vn
+    acc = acc / l_i[:, None]
+    tl.store(Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+             acc.to(Out.type.element_ty))
+
+
+@triton.jit
+def dtype_zoo_kernel(f16, bf16, f32, i8, e4, e5, out32, out16, out_i32):
+    """Every dot flavour once: each input holds a [32, K] a then a [K, 32] b (K = 32,
+    64 for 8-bit types); results go to consecutive 32x32 blocks of the outputs."""
+    r = tl.arange(0, 32)
+    k64 = tl.arange(0, 64)
+    a_off = r[:, None] * 32 + r[None, :]
+    b_off = 1024 + a_off
+    o = a_off
+    a8_off = r[:, None] * 64 + k64[None, :]
+    b8_off = 2048 + k64[:, None] * 32 + r[None, :]
+    a16, b16 = tl.load(f16 + a_off), tl.load(f16 + b_off)
+    tl.store(out32 + o, tl.dot(a16, b16))
+    tl.store(out16 + o, tl.dot(a16, b16, out_dtype=tl.float16))
+    tl.store(out32 + 1024 + o, tl.dot(tl.trans(b16), tl.trans(a16)))
+    tl.store(out32 + 2048 + o, tl.dot(tl.load(bf16 + a_off), tl.load(bf16 + b_off)))
+    a32, b32 = tl.load(f32 + a_off), tl.load(f32 + b_off)
+    tl.store(out32 + 3072 + o, tl.dot(a32, b32, input_precision="tf32"))
+    tl.store(out32 + 4096 + o, tl.dot(a32, b32, input_precision="tf32x3"))
+    tl.store(out32 + 5120 + o, tl.dot(a32, b32, input_precision="ieee"))
+    tl.store(out_i32 + o, tl.dot(tl.load(i8 + a8_off), tl.load(i8 + b8_off)))
+    ae4, be4 = tl.load(e4 + a8_off), tl.load(e4 + b8_off)
+    ae5, be5 = tl.load(e5 + a8_off), tl.load(e5 + b8_off)
+    tl.store(out32 + 6144 + o, tl.dot(ae4, be4))
+    tl.store(out32 + 7168 + o, tl.dot(ae5, be4))
+    tl.store(out16 + 1024 + o, tl.dot(ae5, be5, out_dtype=tl.float16))
+    tl.store(out32 + 8192 + o, tl.dot(tl.trans(tl.load(e4 + 2048 + k64[:, None] * 32 + r[None, :])), be5))
+
+
+# -- compiling -------------------------------------------------------------------------------
+
+ARCHS = (61, 75, 80, 86, 89, 90, 120)
+
+
+def ir_module(fn, signature: dict, constexprs: dict, arch: int, num_warps: int = 4, num_stages: int = 3,
+              divisible=None):
+    """The frontend's IR of `fn` for sm_`arch`; the `divisible` arguments (all pointer
+    and integer ones by default) specialised as multiples of 16."""
+    if divisible is None:
+        divisible = [name for name, ty in signature.items() if ty.startswith("*") or ty.startswith("i")]
+    src = ASTSource(fn, signature, constexprs, {name: [["tt.divisibility", 16]] for name in divisible})
+    return make_ir(src, GPUTarget("cuda", arch, 32), {"num_warps": num_warps, "num_stages": num_stages})
+
+
+ZOO_SIG = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "i8": "*i8", "e4": "*fp8e4nv", "e5": "*fp8e5",
+           "out32": "*fp32", "out16": "*fp16", "out_i32": "*i32"}
+MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+              "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+ATTENTION_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "Out": "*fp16",
+                 **{name: "i32" for name in ("stride_qz", "stride_qh", "stride_qm", "stride_kz", "stride_kh",
+                                             "stride_kn", "stride_vz", "stride_vh", "stride_vn", "stride_oz",
+                                             "stride_oh", "stride_om", "H", "N_CTX")}}
+
+
+def matmul_constexprs(block_m=64, block_n=64, block_k=32, activation="", precision="tf32", loop_stages=None):
+    return {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8, "ACTIVATION": activation,
+            "PRECISION": precision, "LOOP_STAGES": loop_stages, "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+
+
+def _ptx_count(ptx: str, pattern: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+def _no_local_memory(ptx: str, arch: int) -> None:
+    assert "ld.local" not in ptx and "st.local" not in ptx, f"sm_{arch}: registers spilled to local memory"
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+def test_every_dot_flavour_compiles_for_every_target(cuda_compile):
+    results = cuda_compile(lambda: SimpleNamespace(module=ir_module(dtype_zoo_kernel, ZOO_SIG, {}, 80)))
+    for arch, (_, _, result) in results.items():
+        ptx = result.ptx
+        _no_local_memory(ptx, arch)
+        mma = _ptx_count(ptx, r"mma\.sync")
+        if arch >= 80:
+            for shape in (r"m16n8k16\.row\.col\.f32\.f16", r"m16n8k16\.row\.col\.f16\.f16", r"m16n8k16.*bf16",
+                          r"m16n8k8\.row\.col\.f32\.tf32", r"m16n8k32\.row\.col\.s32\.s8"):
+                assert _ptx_count(ptx, shape), f"sm_{arch}: no {shape}"
+            assert bool(_ptx_count(ptx, r"\.e4m3\.e4m3")) == (arch >= 89), f"sm_{arch}: fp8 mma"
+            assert _ptx_count(ptx, r"ldmatrix.*\.trans"), f"sm_{arch}: transposed operands without ldmatrix.trans"
+        elif arch == 75:
+            assert _ptx_count(ptx, r"m16n8k8\.row\.col\.f32\.f16") and _ptx_count(ptx, r"m8n8k16\.row\.col\.s32\.s8")
+            assert not _ptx_count(ptx, "bf16.bf16"), "Turing has no bf16 mma: FMA"
+        else:
+            assert mma == 0 and _ptx_count(ptx, r"fma\.rn\.f32"), "Pascal: FMA"
+
+
+def test_matmul_compiles_for_every_target(cuda_compile):
+    def build():
+        return SimpleNamespace(module=ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(activation="leaky_relu"),
+                                                80))
+
+    for arch, (_, metadata, result) in cuda_compile(build, options={"num_stages": 3}).items():
+        ptx = result.ptx
+        _no_local_memory(ptx, arch)
+        assert bool(_ptx_count(ptx, r"cp\.async\.cg\.shared\.global")) == (arch >= 80), f"sm_{arch}: cp.async"
+        assert bool(_ptx_count(ptx, r"ldmatrix")) == (arch >= 75), f"sm_{arch}: ldmatrix"
+        if arch >= 80:
+            # two stages of a 64x32 and a 32x64 fp16 tile, as Triton
+            assert metadata["shared"] == 2 * (64 * 32 + 32 * 64) * 2
+            assert _ptx_count(ptx, r"cp\.async\.wait_group 1") == 1
+
+
+def test_attention_compiles_for_every_target(cuda_compile):
+    def build():
+        consts = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True}
+        return SimpleNamespace(module=ir_module(attention_kernel, ATTENTION_SIG, consts, 80))
+
+    for arch, (_, _, result) in cuda_compile(build, archs=(61, 75, 80, 90, 120)).items():
+        _no_local_memory(result.ptx, arch)
+        assert bool(_ptx_count(result.ptx, r"mma\.sync")) == (arch >= 75)
+
+
+def test_shared_memory_that_does_not_fit_fails_at_compile_time():
+    consts = matmul_constexprs(256, 256, 64)
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 80, num_warps=8, num_stages=4)
+    with pytest.raises(OutOfResources, match="shared memory"):
+        generate_cuda(module, 86, {"num_warps": 8})  # 3 x 64 KB of stages > 99 KB
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 80, num_warps=8, num_stages=3)
+    _, _, metadata = generate_cuda(module, 90, {"num_warps": 8})
+    assert metadata["shared"] == 2 * (256 * 64 + 64 * 256) * 2
+
+
+def _loop_ops(module) -> list[str]:
+    loop = next(op for op in module.kernel.walk() if op.name == "for")
+    return [op.name for op in loop.regions[0].ops]
+
+
+@pytest.mark.parametrize("loop_stages, stages", [(None, 4), (2, 2), (1, 0)])
+def test_loop_num_stages_decides_the_pipeline(loop_stages, stages):
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(loop_stages=loop_stages), 80, num_stages=4)
+    generate_cuda(module, 80)
+    buffers = [op for op in module.kernel.walk() if op.name == "local_buffer"]
+    ops = _loop_ops(module)
+    if stages:
+        assert [b.results[0].type.shape[0] for b in buffers] == [stages - 1] * 2
+        assert ops[0] == "async_wait" and ops.count("async_copy") == 2 and "load" not in ops
+        assert ops.index("barrier") > ops.index("dot") and ops.index("async_copy") > ops.index("barrier")
+    else:
+        assert not buffers and ops.count("load") == 2 and ops.count("local_alloc") == 2
+
+
+def test_old_targets_and_unaligned_loads_are_not_pipelined():
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(), 75)
+    generate_cuda(module, 75)
+    assert "async_copy" not in _loop_ops(module)
+    # without the divisibility of the strides nothing proves 4-byte pieces aligned
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(), 80, divisible=[])
+    generate_cuda(module, 80)
+    assert "async_copy" not in _loop_ops(module)
+
+
+def _cuobjdump() -> str | None:
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import triton as upstream  # its wheel carries NVIDIA's binary tools
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(upstream.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    return path if os.path.exists(path) else None
+
+
+def test_matmul_main_loop_sass(tmp_path):
+    """The 128x256x64, 8-warp, 3-stage fp16 matmul on sm_80: HMMA, LDSM and LDGSTS in
+    the main loop, two barriers there, and nothing in local memory."""
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("no cuobjdump")
+    from tritone.runtime import libs
+
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(128, 256, 64), 80, num_warps=8)
+    source, name, _ = generate_cuda(module, 80, {"num_warps": 8})
+    cubin = libs.nvrtc_for(80).nvrtc.compile(source, f"{name}.cu", 80, options=["-w"]).cubin
+    path = tmp_path / "matmul.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    usage = subprocess.run([tool, "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "LOCAL:0" in usage and "STL" not in sass
+    instructions = re.findall(r"/\*([0-9a-f]{4})\*/\s+(.*?);", sass)
+    addresses = {int(a, 16): i for i, (a, _) in enumerate(instructions)}
+    loops = []
+    for i, (address, text) in enumerate(instructions):
+        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
+        if jump and int(jump.group(1), 16) < int(address, 16):
+            loops.append([t for _, t in instructions[addresses[int(jump.group(1), 16)]:i + 1]])
+    main = max(loops, key=len)
+    count = {op: sum(1 for t in main if re.search(rf"\b{op}\b", t)) for op in ("HMMA", "LDSM", "LDGSTS", "BAR")}
+    # a 64x64 warp tile over four k steps; 16 KB of a and 32 KB of b in 16-byte copies by 256 threads
+    assert count == {"HMMA": 128, "LDSM": 32, "LDGSTS": 12, "BAR": 2}, count
