@@ -1,0 +1,211 @@
+"""tl.dot on the GPU against torch: every dtype and input precision, shapes from
+16x16x16 up, transposed operands, batched dots, the tiled matmul with masked
+edges, the software pipeline and a fused activation, and flash attention
+(causal or not) against torch's scaled_dot_product_attention.
+
+Kernels run through the public API (`kernel[grid](...)`). Run them on each dot
+path of one GPU with TRITONE_TARGET=sm_61 (FMA), sm_75 (Turing mma), sm_80
+(Ampere mma, cp.async) or unset (the GPU's own architecture)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_dot_compile import attention_kernel, batched_kernel, dot_kernel, matmul_kernel
+
+import tritone as triton
+import tritone.language as tl
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def on_the_gpu(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    from tritone.runtime.launch import active_target
+
+    if active_target().backend != "cuda":
+        pytest.skip("kernels do not run on a GPU here")
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def launch(kernel, grid, *args, **kwargs):
+    """`kernel[grid](*args, **kwargs)`; on targets below 8.0 a block too big for their
+    shared memory (48 KB on Pascal, 64 KB on Turing) skips the test instead."""
+    from tritone.errors import OutOfResources
+    from tritone.runtime.launch import active_target
+
+    try:
+        kernel[grid](*args, **kwargs)
+    except OutOfResources as error:
+        if int(active_target().arch) >= 80:
+            raise
+        pytest.skip(f"does not fit sm_{active_target().arch}: {error}")
+
+
+_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "i8": "int8", "fp8e4nv": "float8_e4m3fn",
+          "fp8e5": "float8_e5m2", "i32": "int32"}
+_TL = {"fp32": tl.float32, "fp16": tl.float16, "i32": tl.int32}
+
+
+def _torch_dtype(name):
+    return getattr(torch, _TORCH[name])
+
+
+def random_operand(shape, dtype: str, seed: int):
+    """Fresh random values exactly representable in `dtype` (never all zeros)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    if dtype == "i8":
+        return torch.randint(-128, 128, shape, device="cuda", dtype=torch.int8, generator=gen)
+    x = torch.randn(shape, device="cuda", generator=gen)
+    if dtype.startswith("fp8"):
+        x = x * 4
+    return x.to(_torch_dtype(dtype))
+
+
+def poisoned(shape, dtype: str):
+    out = torch.empty(shape, device="cuda", dtype=_torch_dtype(dtype))
+    if out.is_floating_point():
+        out.fill_(float("nan"))
+    else:
+        out.fill_(-12345)
+    return out
+
+
+def tf32(x):
+    """fp32 with the low 13 mantissa bits dropped (what the interpreter's tf32 dot reads)."""
+    return (x.float().view(torch.int32) & -8192).view(torch.float32)
+
+
+def reference(a, b, dtype: str, precision: str):
+    a64, b64 = (tf32(a), tf32(b)) if dtype == "fp32" and precision == "tf32" else (a, b)
+    if dtype == "i8":
+        return torch.matmul(a.long().cpu(), b.long().cpu()).cuda()
+    return torch.matmul(a64.double(), b64.double())
+
+
+def check(out, ref, dtype: str, acc: str, precision: str, k: int):
+    """`out` against the exact `ref` within what the dot's arithmetic allows: exact for
+    int8; one fp16 rounding per step for an fp16 accumulator; tf32 inputs (the
+    reference already truncated them; rounding instead of truncating moves each
+    product by at most 2^-11); fp32 sums otherwise (products of fp16, bf16, fp8
+    values are exact, tf32x3 and ieee nearly)."""
+    if acc == "i32":
+        assert torch.equal(out.long(), ref.long())
+        return
+    largest = ref.abs().max().item()
+    if acc == "fp16":
+        atol, rtol = 1e-2 * largest, 1e-2
+    elif dtype == "fp32" and precision == "tf32":
+        atol, rtol = 2e-3 * k ** 0.5, 1e-3
+    else:
+        atol, rtol = 4e-6 * k * largest + 1e-6, 1e-5
+    torch.testing.assert_close(out.double(), ref.double(), atol=atol, rtol=rtol)
+
+
+# (operand dtype, accumulator/result dtype, input precision)
+FLAVOURS = [("fp16", "fp32", "tf32"), ("fp16", "fp16", "tf32"), ("bf16", "fp32", "tf32"), ("fp32", "fp32", "tf32"),
+            ("fp32", "fp32", "tf32x3"), ("fp32", "fp32", "ieee"), ("i8", "i32", "tf32"), ("fp8e4nv", "fp32", "tf32"),
+            ("fp8e5", "fp32", "tf32")]
+SHAPES = [(16, 16, 16), (32, 64, 32), (64, 32, 64), (128, 128, 64)]
+
+
+def _block_dot(dtype, acc, precision, m, n, k, trans_a, trans_b, num_warps=4, seed=0):
+    if dtype in ("i8", "fp8e4nv", "fp8e5"):
+        k = max(k, 32)
+    a = random_operand((k, m) if trans_a else (m, k), dtype, seed)
+    b = random_operand((n, k) if trans_b else (k, n), dtype, seed + 1)
+    a_view, b_view = (a.T if trans_a else a), (b.T if trans_b else b)
+    c = poisoned((m, n), acc)
+    launch(dot_kernel, (1,), a, b, c, a_view.stride(0), a_view.stride(1), b_view.stride(0), b_view.stride(1),
+           M=m, N=n, K=k, TRANS_A=trans_a, TRANS_B=trans_b, ACC=_TL[acc], PRECISION=precision, num_warps=num_warps)
+    check(c, reference(a_view, b_view, dtype, precision), dtype, acc, precision, k)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype, acc, precision", FLAVOURS, ids=lambda v: str(v))
+def test_block_dot(dtype, acc, precision, shape):
+    _block_dot(dtype, acc, precision, *shape, trans_a=False, trans_b=False)
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype, acc, precision", [("fp16", "fp32", "tf32"), ("bf16", "fp32", "tf32"),
+                                                   ("fp32", "fp32", "tf32"), ("i8", "i32", "tf32"),
+                                                   ("fp8e4nv", "fp32", "tf32")], ids=lambda v: str(v))
+def test_block_dot_transposed_operands(dtype, acc, precision, trans_a, trans_b):
+    _block_dot(dtype, acc, precision, 64, 32, 64, trans_a, trans_b, seed=7)
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 8])
+def test_block_dot_warps(num_warps):
+    _block_dot("fp16", "fp32", "tf32", 64, 64, 32, False, True, num_warps=num_warps, seed=3)
+
+
+@pytest.mark.parametrize("batch, m, n, k, dtype", [(2, 32, 32, 32, "fp16"), (4, 16, 64, 32, "bf16"),
+                                                   (2, 16, 16, 16, "fp32")])
+def test_batched_dot(batch, m, n, k, dtype):
+    a = random_operand((batch, m, k), dtype, 11)
+    b = random_operand((batch, k, n), dtype, 12)
+    c = poisoned((batch, m, n), "fp32")
+    launch(batched_kernel, (1,), a, b, c, B=batch, M=m, N=n, K=k)
+    check(c, reference(a, b, dtype, "tf32"), dtype, "fp32", "tf32", k)
+
+
+def _matmul(m, n, k, dtype="fp16", out="fp16", block=(64, 64, 32), num_warps=4, num_stages=3, loop_stages=None,
+            activation="", precision="tf32", seed=0):
+    a = random_operand((m, k), dtype, seed)
+    b = random_operand((k, n), dtype, seed + 1)
+    c = poisoned((m, n), out)
+    bm, bn, bk = block
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    launch(matmul_kernel, grid, a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+           c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, ACTIVATION=activation, PRECISION=precision,
+           LOOP_STAGES=loop_stages, num_warps=num_warps, num_stages=num_stages)
+    ref = reference(a, b, dtype, precision)
+    if activation == "leaky_relu":
+        ref = torch.where(ref >= 0, ref, 0.01 * ref)
+    return c, ref
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 256, 128), (100, 77, 65), (129, 255, 96), (16, 16, 16)])
+def test_matmul_sizes(m, n, k):
+    c, ref = _matmul(m, n, k)
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=2e-2, rtol=2e-3)
+
+
+@pytest.mark.parametrize("num_stages, loop_stages", [(1, None), (2, None), (3, None), (4, None), (4, 2), (3, 1)])
+def test_matmul_pipeline_stages(num_stages, loop_stages):
+    c, ref = _matmul(192, 320, 512, num_stages=num_stages, loop_stages=loop_stages, seed=5)
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)
+
+
+def test_matmul_large_tiles_fused_activation():
+    c, ref = _matmul(512, 512, 256, block=(128, 256, 64), num_warps=8, activation="leaky_relu", seed=9)
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)
+
+
+@pytest.mark.parametrize("dtype, precision", [("bf16", "tf32"), ("fp32", "tf32"), ("fp32", "ieee"),
+                                              ("fp32", "tf32x3")])
+def test_matmul_dtypes(dtype, precision):
+    c, ref = _matmul(192, 128, 160, dtype=dtype, out="fp32", precision=precision, seed=13)
+    check(c, ref, dtype, "fp32", precision, 160)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("z, h, n_ctx, head_dim, block_m, block_n, num_warps",
+                         [(2, 3, 256, 64, 64, 32, 4), (1, 2, 512, 128, 128, 64, 8)])
+def test_attention_forward(z, h, n_ctx, head_dim, block_m, block_n, num_warps, causal):
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    q, k, v = (torch.randn((z, h, n_ctx, head_dim), device="cuda", generator=gen).half() for _ in range(3))
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    out = torch.full_like(q, float("nan"))
+    grid = (n_ctx // block_m, z * h)
+    launch(attention_kernel, grid, q, k, v, sm_scale, out, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+           *out.stride()[:3], h, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+           num_warps=num_warps, num_stages=3)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
+                                                           scale=sm_scale)
+    torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
