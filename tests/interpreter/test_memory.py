@@ -63,6 +63,14 @@ def test_a_strided_array_that_owns_no_contiguous_block_is_reachable():
     assert np.array_equal(out[:63], 2 * backing[:63]) and not out[63:].any()
 
 
+def test_a_byte_swapped_numpy_array_is_refused():
+    x = np.arange(8, dtype=">f4")
+    out = np.zeros(128, np.float32)
+    with pytest.raises((InterpreterError, TypeError), match="byte order"):
+        run_kernel(_add_kernel(), (1, 1, 1), [x, x, out, 8])
+    assert not out.any()
+
+
 def test_masked_load_gives_other_and_never_touches_memory():
     rng = np.random.default_rng()
     x = rng.standard_normal(64).astype(np.float16)

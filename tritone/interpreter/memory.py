@@ -101,6 +101,11 @@ class Memory:
         if isinstance(arg, (int, np.integer)) and not isinstance(arg, bool):
             return int(arg) & _U64_MAX
         if isinstance(arg, np.ndarray):
+            if not arg.dtype.isnative:
+                # Memory is read in the machine's byte order: a swapped array would
+                # give silently wrong numbers.
+                raise TypeError(f"argument {name!r}: a numpy array of non-native byte order ({arg.dtype.str}) "
+                                f"cannot be a kernel argument; convert it with .astype({arg.dtype.name!r})")
             start, nbytes = _numpy_span(arg)
             self.add_span(start, nbytes, name, writable=bool(arg.flags.writeable))
             return arg.__array_interface__["data"][0]
