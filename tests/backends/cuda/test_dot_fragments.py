@@ -132,6 +132,8 @@ class Simulator:
         self.smem: dict[int, tuple] = {}
         # 8-address phases of ldmatrix and 16-byte st.shared that hit a 16-byte bank group twice
         self.conflicts = 0
+        # FMA dots: (warp, result element, a element, b element) per product
+        self.products: list[tuple] = []
         self.tiles = []
         for op in em.fn.walk():
             if op.name == "local_alloc":
@@ -141,7 +143,7 @@ class Simulator:
         self._prologue = [m.groups() for m in (re.match(r"const (?:int|unsigned) (\w+) = (.*);$", line)
                                                for line in em.prologue) if m]
         self._lines = [line.strip() for line in em.lines if "tt_" in line or "const unsigned s" in line
-                       or re.match(r"\s*(?:const )?(?:int|unsigned|bool) \w+ = ", line)]
+                       or line.strip() == "}" or re.match(r"\s*(?:const )?(?:int|unsigned|bool) \w+ = ", line)]
 
     def elements(self, name: str, reg: int, lane: int, warp: int):
         """(storage name, coordinates) of register `reg` of a register array."""
@@ -151,7 +153,8 @@ class Simulator:
     def run(self):
         """Every mma call: {"helper", "warp", "lanes": {lane: [operand element lists]}}."""
         threads = [(w, lane) for w in range(self.num_warps) for lane in range(32)]
-        events = {t: self._thread(*t) for t in threads}
+        env_of = {}
+        events = {t: self._thread(*t, env_of) for t in threads}
         for warp in range(self.num_warps):
             lanes = [events[(warp, lane)] for lane in range(32)]
             for i, ev in enumerate(lanes[0]):
@@ -189,10 +192,26 @@ class Simulator:
                     for lane in range(32):
                         call["lanes"][lane] = [self._value(regs[lane], a, lane, warp) for a in lanes[lane][i][2]]
                     calls.append(call)
+                elif ev[0] == "fma":
+                    for lane in range(32):
+                        self.products.extend(self._fma(lanes[lane][i], env_of[(warp, lane)], lane, warp))
                 else:
                     for lane in range(32):
                         self._local(regs[lane], lanes[lane][i], lane, warp)
         return calls
+
+    def _fma(self, ev, env, lane, warp):
+        """(warp, result element, a element, b element) of every product of an FMA dot loop."""
+        _, k_size, reads, updates = ev
+        out = []
+        for k in range(k_size):
+            scope = _Default(env)
+            scope["tt_k"] = k
+            values = {name: self.smem[eval(_py(expr), {}, scope)][0] for name, expr in reads}
+            for array, reg, a, b in updates:
+                result = self.elements(array, reg, lane, warp)
+                out.append((warp, result, values[a], values[b]))
+        return out
 
     def _count_conflicts(self, addresses):
         if len({a // 16 for a in addresses}) == len({(a // 16) % 8 for a in addresses}):
@@ -237,8 +256,8 @@ class Simulator:
             return regs[f"{refs[0][0]}[{refs[0][1]}]"]
         return [self.elements(name, int(reg), lane, warp) for name, reg in refs]
 
-    def _thread(self, warp, lane):
-        env = {"tt_lane": lane, "tt_warp": warp}
+    def _thread(self, warp, lane, env_of):
+        env = env_of[(warp, lane)] = {"tt_lane": lane, "tt_warp": warp}
         for name, expr in self._prologue:
             env[name] = eval(_py(expr), {}, env)
 
@@ -252,7 +271,25 @@ class Simulator:
         lines = self._lines
         pending_copy = None
         families = {}
+        fma = None
         for line in lines:
+            m = re.match(r"for \(int tt_k = 0; tt_k < (\d+); \+\+tt_k\) \{", line)
+            if m:
+                fma = ("fma", int(m.group(1)), [], [])
+                continue
+            if fma is not None:
+                if line == "}":
+                    events.append(fma)
+                    fma = None
+                    continue
+                m = re.match(r"const \w+ (tt_op\d+) = (.*);$", line)
+                if m:
+                    fma[2].append((m.group(1), _smem_reads(m.group(2))[0]))
+                    continue
+                m = re.match(r"(\w+)\[(\d+)\] = .*?(tt_op\d+)\W.*?(tt_op\d+)\W", line)
+                if m:
+                    fma[3].append((m.group(1), int(m.group(2)), m.group(3), m.group(4)))
+                continue
             m = re.match(r"(?:const )?(?:int|unsigned|bool) (\w+) = (.*?);(\s*//.*)?$", line)
             if m and not m.group(1).startswith(("tt_f", "tt_big", "tt_small")):
                 if m.group(1).startswith("tt_stage"):
@@ -422,6 +459,23 @@ def check_mmas(calls, a_names, b_names, result_name, k_size, result_shape, repea
     return len(calls)
 
 
+def check_products(products, a_names, b_names, result_name, k_size, result_shape):
+    """FMA dots: each thread's accumulator of result (.., m, n) takes a[.., m, k] * b[.., k, n]
+    once for every k; the threads together cover the result."""
+    seen: dict[tuple, Counter] = {}
+    for warp, (name, coords), (a_src, a_coords), (b_src, b_coords) in products:
+        if name != result_name:
+            continue
+        assert a_src in a_names and b_src in b_names, f"operands from {a_src}, {b_src}"
+        assert a_coords[:-2] == coords[:-2] == b_coords[:-2] and a_coords[-2] == coords[-2], (a_coords, coords)
+        assert b_coords[-1] == coords[-1] and a_coords[-1] == b_coords[-2], (a_coords, b_coords, coords)
+        seen.setdefault((warp, coords), Counter())[a_coords[-1]] += 1
+    for key, counter in seen.items():
+        assert sorted(counter) == list(range(k_size)) and set(counter.values()) == {1}, (key, counter)
+    assert {coords for _, coords in seen} == set(np.ndindex(*result_shape))
+    return len(seen)
+
+
 def simulate_dot(module, target, num_warps=4, index=0, repeats=1):
     """Lower `module`, simulate it, check its `index`-th dot: (mma calls, bank-conflicted
     8-address phases of ldmatrix and 16-byte stores, the Emitter)."""
@@ -431,6 +485,10 @@ def simulate_dot(module, target, num_warps=4, index=0, repeats=1):
     sim = Simulator(em, num_warps)
     calls = sim.run()
     result = em.names[op.results[0]]
+    if sim.products:
+        count = check_products(sim.products, storage_names(em, op.operands[0]), storage_names(em, op.operands[1]),
+                               result, op.operands[0].type.shape[-1], tuple(op.results[0].type.shape))
+        return count, sim.conflicts, em
     ours = [c for c in calls if _call_result(c) == result]
     count = check_mmas(ours, storage_names(em, op.operands[0]), storage_names(em, op.operands[1]), result,
                        op.operands[0].type.shape[-1], tuple(op.results[0].type.shape), repeats)
@@ -469,6 +527,19 @@ def test_mma_operands_pair_up(arch, dtype, acc, precision, trans_a, trans_b):
     assert calls > 0
     if dtype in ("fp16", "bf16") or not (trans_a or trans_b):
         assert conflicts == 0
+
+
+@pytest.mark.parametrize("arch, dtype, acc, precision, trans_a, trans_b, shape", [
+    (61, "fp16", F32, "tf32", False, True, (32, 16, 16)),
+    (80, "fp32", F32, "ieee", True, False, (16, 32, 16)),
+    (75, "bf16", F32, "tf32", True, True, (16, 16, 32)),
+    (61, "i8", I32, "tf32", False, False, (16, 16, 32)),
+])
+def test_fma_products_pair_up(arch, dtype, acc, precision, trans_a, trans_b, shape):
+    acc_name = {F32: "fp32", F16: "fp16", I32: "i32"}[acc]
+    module = dot_module(arch, dtype, *shape, trans_a, trans_b, acc, precision, 4, acc_name)
+    elements, _, _ = simulate_dot(module, arch)
+    assert elements >= shape[0] * shape[1]
 
 
 def test_small_dot_with_replicated_warps():
