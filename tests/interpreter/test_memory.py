@@ -123,7 +123,8 @@ def test_pointers_loaded_from_memory():
 
 
 def test_pointer_to_memory_that_is_no_argument_says_how_to_reach_it():
-    hidden = torch.randn(32)
+    # 1 MiB: an allocation of its own, far from the small argument tensors.
+    hidden = torch.randn(1 << 18)
     out = torch.zeros(32)
     table = torch.tensor([hidden.data_ptr()], dtype=torch.int64)
     k = KernelBuilder("follow", [("table", "*i64"), ("out", "*fp32")])
@@ -133,6 +134,11 @@ def test_pointer_to_memory_that_is_no_argument_says_how_to_reach_it():
     module = k.finish()
     with pytest.raises(InterpreterError, match="pointer arguments .pass a tensor whose address"):
         run_kernel(module, (1, 1, 1), [table, out])
+    # Just past the end of an argument it is an indexing mistake: no such advice.
+    table[0] = out.data_ptr() + out.nbytes
+    with pytest.raises(InterpreterError, match="out-of-bounds load") as info:
+        run_kernel(module, (1, 1, 1), [table, out])
+    assert "pass a tensor" not in str(info.value)
 
 
 def test_pointer_typed_table():

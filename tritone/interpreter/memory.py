@@ -183,17 +183,22 @@ class Memory:
             nearest = min(self._buffers, key=lambda b: min(abs(address - b.start), abs(address - b.end)))
             names = ", ".join(repr(n) for n in nearest.names)
             rel = address - nearest.start
+            length = nearest.end - nearest.start
             if rel >= 0:
                 text += (f"; it is at byte offset {rel} of {names}, whose storage is "
-                         f"{nearest.end - nearest.start} bytes at {nearest.start:#x}")
+                         f"{length} bytes at {nearest.start:#x}")
             else:
                 text += f"; it is {-rel} bytes before {names} (storage at {nearest.start:#x})"
+            # Near a buffer, it is an indexing mistake; far from all of them, most
+            # likely a pointer loaded from memory into a tensor the kernel was not given.
+            far = rel >= 2 * length or -rel > length
         else:
             text += " (no buffer was passed to the kernel)"
-        # Pointers loaded from memory reach only what was registered: say so, as
-        # that is the likely cause when the address is far from every buffer.
-        return text + ("; the interpreter can reach only the storage of the kernel's pointer arguments "
-                       "(pass a tensor whose address the kernel loads from memory as an argument too)")
+            far = False
+        if far:
+            text += ("; the interpreter can reach only the storage of the kernel's pointer arguments "
+                     "(pass a tensor whose address the kernel loads from memory as an argument too)")
+        return text
 
     def _element_index(self, addresses: np.ndarray, idx: np.ndarray, storage: np.dtype):
         """Yield (positions, typed view, element indices) per buffer touched."""
