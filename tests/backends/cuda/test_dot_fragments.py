@@ -121,6 +121,69 @@ def _smem_reads(expr: str) -> list[str]:
     return out
 
 
+class SharedMemory:
+    """Shared memory seen by threads in lockstep, checking the synchronisation: a
+    byte written by one thread and read or written by another between the same
+    two barriers is a race; `cp.async` writes land at their `cp.async.wait_group`
+    (for the issuing thread), and reading a byte a copy is still headed for is a
+    race too."""
+
+    def __init__(self):
+        self.data: dict[int, tuple] = {}
+        self.epoch = 0
+        self.writer: dict[int, tuple] = {}
+        self.readers: dict[int, tuple[int, set]] = {}
+        self.open: dict[tuple, list] = {}
+        self.groups: dict[tuple, list] = {}
+        self.in_flight: Counter = Counter()
+        self.races: list[str] = []
+
+    def barrier(self) -> None:
+        self.epoch += 1
+
+    def _others_reading(self, thread, byte) -> bool:
+        readers = self.readers.get(byte)
+        return readers is not None and readers[0] == self.epoch and bool(readers[1] - {thread})
+
+    def write(self, thread, byte, content) -> None:
+        last = self.writer.get(byte)
+        if last and last[1] == self.epoch and last[0] != thread and last[2] != content:
+            self.races.append(f"byte {byte}: {last[2]} and {content} written by two threads without a barrier")
+        if self._others_reading(thread, byte):
+            self.races.append(f"byte {byte}: {content} written while another thread reads it")
+        self.writer[byte] = (thread, self.epoch, content)
+        self.data[byte] = content
+
+    def copy(self, thread, byte, content) -> None:
+        if self._others_reading(thread, byte):
+            self.races.append(f"byte {byte}: cp.async of {content} issued while another thread reads it")
+        self.open.setdefault(thread, []).append((byte, content))
+        self.in_flight[byte] += 1
+
+    def commit(self, thread) -> None:
+        self.groups.setdefault(thread, []).append(self.open.pop(thread, []))
+
+    def wait(self, thread, pending: int) -> None:
+        groups = self.groups.get(thread, [])
+        done, self.groups[thread] = groups[:max(0, len(groups) - pending)], groups[len(groups) - pending:]
+        for group in done:
+            for byte, content in group:
+                self.in_flight[byte] -= 1
+                self.write(thread, byte, content)
+
+    def read(self, thread, byte):
+        if self.in_flight[byte]:
+            self.races.append(f"byte {byte} read before the copy headed for it arrived")
+        last = self.writer.get(byte)
+        if last and last[1] == self.epoch and last[0] != thread:
+            self.races.append(f"byte {byte}: {last[2]} read by another thread without a barrier")
+        readers = self.readers.get(byte)
+        if readers is None or readers[0] != self.epoch:
+            readers = self.readers[byte] = (self.epoch, set())
+        readers[1].add(thread)
+        return self.data[byte]
+
+
 class Simulator:
     """Runs the shared-memory and mma lines of one generated kernel body for every
     thread; `check_dot(op)` verifies the mmas of a dot."""
@@ -129,7 +192,7 @@ class Simulator:
         self.em = em
         self.num_warps = num_warps
         self.values = {name: value for value, name in em.names.items()}
-        self.smem: dict[int, tuple] = {}
+        self.smem = SharedMemory()
         # 8-address phases of ldmatrix and 16-byte st.shared that hit a 16-byte bank group twice
         self.conflicts = 0
         # FMA dots: (warp, result element, a element, b element) per product
@@ -143,7 +206,8 @@ class Simulator:
         self._prologue = [m.groups() for m in (re.match(r"const (?:int|unsigned) (\w+) = (.*);$", line)
                                                for line in em.prologue) if m]
         self._lines = [line.strip() for line in em.lines if "tt_" in line or "const unsigned s" in line
-                       or line.strip() == "}" or re.match(r"\s*(?:const )?(?:int|unsigned|bool) \w+ = ", line)]
+                       or line.strip() == "}" or "cp.async" in line or "__syncthreads" in line
+                       or re.match(r"\s*(?:const )?(?:int|unsigned|bool) \w+ = ", line)]
 
     def elements(self, name: str, reg: int, lane: int, warp: int):
         """(storage name, coordinates) of register `reg` of a register array."""
@@ -151,54 +215,79 @@ class Simulator:
         return (name, ty.layout.linear(tuple(ty.shape)).coords(reg, lane, warp))
 
     def run(self):
-        """Every mma call: {"helper", "warp", "lanes": {lane: [operand element lists]}}."""
+        """Every mma call: {"helper", "warp", "lanes": {lane: [operand element lists]}}.
+
+        The threads run in lockstep, one generated statement at a time for all of
+        them (a valid order for code whose barriers are right): a store replaces
+        what an earlier one left, and two threads storing different elements at
+        one byte in the same statement fail."""
         threads = [(w, lane) for w in range(self.num_warps) for lane in range(32)]
         env_of = {}
         events = {t: self._thread(*t, env_of) for t in threads}
-        for warp in range(self.num_warps):
-            lanes = [events[(warp, lane)] for lane in range(32)]
-            for i, ev in enumerate(lanes[0]):
-                if ev[0] == "store" and ev[3] * len(ev[2]) == 16:
-                    for quarter in range(4):
-                        self._count_conflicts([lanes[lane][i][1] for lane in range(8 * quarter, 8 * quarter + 8)])
-        for evs in events.values():
-            for ev in evs:
-                if ev[0] == "store":
-                    _, address, elems, eb, family = ev
-                    self._check_layout(address, elems)
-                    for i, elem in enumerate(elems):
-                        for byte in range(eb):
-                            key = address + i * eb + byte
-                            old = self.smem.get(key)
-                            # stages of a pipeline buffer are written from several pointer
-                            # arrays (prologue, loop); the same tile element must land there
-                            assert old is None or (old[0][1], old[1], old[2]) == (elem[1], byte, family), (
-                                f"shared byte {key} written with {old} and {(elem, byte, family)}")
-                            self.smem[key] = (elem, byte, family)
+        count = len(events[threads[0]])
+        assert all(len(evs) == count for evs in events.values()), "threads run different statements"
+        regs = {t: {} for t in threads}
         calls = []
-        for warp in range(self.num_warps):
-            lanes = [events[(warp, lane)] for lane in range(32)]
-            regs = [dict() for _ in range(32)]
-            for i, ev in enumerate(lanes[0]):
-                if ev[0] == "ldmatrix":
-                    rows = [lanes[lane][i][4] for lane in range(32)]
-                    for q in range(ev[2]):
+        for i in range(count):
+            kind = events[threads[0]][i][0]
+            if kind == "barrier":
+                self.smem.barrier()
+            elif kind == "commit":
+                for t in threads:
+                    self.smem.commit(t)
+            elif kind == "wait":
+                for t in threads:
+                    self.smem.wait(t, events[t][i][1])
+            elif kind == "store":
+                self._store(events, threads, i)
+            elif kind == "ldmatrix":
+                for warp in range(self.num_warps):
+                    rows = [events[(warp, lane)][i][4] for lane in range(32)]
+                    for q in range(events[(warp, 0)][i][2]):
                         self._count_conflicts(rows[8 * q:8 * q + 8])
                     for lane in range(32):
-                        for q, out in enumerate(lanes[lane][i][1]):
-                            regs[lane][out] = self._ldmatrix(rows[8 * q:8 * q + 8], lane, ev[3])
-                elif ev[0] == "mma":
-                    call = {"helper": ev[1], "warp": warp, "lanes": {}}
+                        for q, out in enumerate(events[(warp, lane)][i][1]):
+                            regs[(warp, lane)][out] = self._ldmatrix(rows[8 * q:8 * q + 8], (warp, lane),
+                                                                     events[(warp, 0)][i][3])
+            elif kind == "mma":
+                for warp in range(self.num_warps):
+                    call = {"helper": events[(warp, 0)][i][1], "warp": warp, "lanes": {}}
                     for lane in range(32):
-                        call["lanes"][lane] = [self._value(regs[lane], a, lane, warp) for a in lanes[lane][i][2]]
+                        call["lanes"][lane] = [self._value(regs[(warp, lane)], a, lane, warp)
+                                               for a in events[(warp, lane)][i][2]]
                     calls.append(call)
-                elif ev[0] == "fma":
-                    for lane in range(32):
-                        self.products.extend(self._fma(lanes[lane][i], env_of[(warp, lane)], lane, warp))
-                else:
-                    for lane in range(32):
-                        self._local(regs[lane], lanes[lane][i], lane, warp)
+            elif kind == "fma":
+                for warp, lane in threads:
+                    self.products.extend(self._fma(events[(warp, lane)][i], env_of[(warp, lane)], lane, warp))
+            else:
+                for warp, lane in threads:
+                    self._local(regs[(warp, lane)], events[(warp, lane)][i], lane, warp)
+        assert not self.smem.races, self.smem.races[:3]
         return calls
+
+    def _store(self, events, threads, i):
+        if events[threads[0]][i][3] * len(events[threads[0]][i][2]) == 16:
+            for warp in range(self.num_warps):
+                for quarter in range(4):
+                    self._count_conflicts([events[(warp, lane)][i][1] for lane in range(8 * quarter, 8 * quarter + 8)])
+        written: dict[int, tuple] = {}
+        for t in threads:
+            _, address, elems, eb, family, asynchronous = events[t][i]
+            self._check_layout(address, elems)
+            for j, elem in enumerate(elems):
+                for byte in range(eb):
+                    key = address + j * eb + byte
+                    new = (elem, byte, family)
+                    old = written.get(key)
+                    # stages of a pipeline buffer are written from several pointer arrays
+                    # (prologue, loop): the same tile element must land at one byte
+                    assert old is None or (old[0][1], old[1], old[2]) == (elem[1], byte, family), (
+                        f"shared byte {key} written with {old} and {new} by one statement")
+                    written[key] = new
+                    if asynchronous:
+                        self.smem.copy(t, key, new)
+                    else:
+                        self.smem.write(t, key, new)
 
     def _fma(self, ev, env, lane, warp):
         """(warp, result element, a element, b element) of every product of an FMA dot loop."""
@@ -207,7 +296,7 @@ class Simulator:
         for k in range(k_size):
             scope = _Default(env)
             scope["tt_k"] = k
-            values = {name: self.smem[eval(_py(expr), {}, scope)][0] for name, expr in reads}
+            values = {name: self.smem.read((warp, lane), eval(_py(expr), {}, scope))[0] for name, expr in reads}
             for array, reg, a, b in updates:
                 result = self.elements(array, reg, lane, warp)
                 out.append((warp, result, values[a], values[b]))
@@ -229,20 +318,20 @@ class Simulator:
 
     def _local(self, regs, ev, lane, warp):
         if ev[0] == "elements":
-            regs[ev[1]] = [self.smem[a][0] for a in ev[2]]
+            regs[ev[1]] = [self.smem.read((warp, lane), a)[0] for a in ev[2]]
         elif ev[0] == "convert":
             elems = self._value(regs, ev[1], lane, warp)
             regs[ev[2]], regs[ev[3]] = elems[:2], elems[2:]
         elif ev[0] == "alias":
             regs[ev[1]] = self._value(regs, ev[2], lane, warp)
 
-    def _ldmatrix(self, rows, lane, trans):
+    def _ldmatrix(self, rows, thread, trans):
         """What one lane receives of one 8x8 b16 matrix whose rows start at `rows` (PTX_FACTS 2)."""
-        t, g = lane & 3, lane >> 2
+        t, g = thread[1] & 3, thread[1] >> 2
         if not trans:
-            data = [self.smem[rows[g] + 4 * t + b] for b in range(4)]
+            data = [self.smem.read(thread, rows[g] + 4 * t + b) for b in range(4)]
         else:
-            data = [self.smem[rows[2 * t + h] + 2 * g + b] for h in range(2) for b in range(2)]
+            data = [self.smem.read(thread, rows[2 * t + h] + 2 * g + b) for h in range(2) for b in range(2)]
         return [elem for elem, byte, _ in data if byte == 0]
 
     def _value(self, regs, arg, lane, warp):
@@ -273,6 +362,16 @@ class Simulator:
         families = {}
         fma = None
         for line in lines:
+            if line == "__syncthreads();":
+                events.append(("barrier",))
+                continue
+            if "cp.async.commit_group" in line:
+                events.append(("commit",))
+                continue
+            m = re.search(r"cp\.async\.wait_group (\d+)", line)
+            if m:
+                events.append(("wait", int(m.group(1))))
+                continue
             m = re.match(r"for \(int tt_k = 0; tt_k < (\d+); \+\+tt_k\) \{", line)
             if m:
                 fma = ("fma", int(m.group(1)), [], [])
@@ -308,7 +407,8 @@ class Simulator:
                 name, first, nbytes = pending_copy
                 eb = self.values[name].type.scalar.itemsize
                 elems = [self.elements(name, first + i, lane, warp) for i in range(nbytes // eb)]
-                events.append(("store", ev(m.group(1)), elems, eb, re.search(r"\bs\d+\w*", m.group(1)).group(0)))
+                family = re.search(r"\bs\d+\w*", m.group(1)).group(0)
+                events.append(("store", ev(m.group(1)), elems, eb, family, False))
                 pending_copy = None
                 continue
             m = re.match(r"tt_cp_async(\d+)\((.*)\);$", line)
@@ -319,7 +419,7 @@ class Simulator:
                 eb = value.type.scalar.element_ty.itemsize
                 count = int(m.group(1)) // eb
                 elems = [self.elements(name, int(first) + i, lane, warp) for i in range(count)]
-                events.append(("store", ev(dst), elems, eb, families[dst.split()[0]]))
+                events.append(("store", ev(dst), elems, eb, families[dst.split()[0]], True))
                 continue
             m = re.match(r"(tt_ldmatrix_x(\d)(_trans)?)\((.*)\);$", line)
             if m:
