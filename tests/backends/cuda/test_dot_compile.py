@@ -147,6 +147,36 @@ def attention_kernel(Q, K, V, sm_scale, Out, stride_qz, stride_qh, stride_qm, st
 
 
 @triton.jit
+def attention_block_ptr_kernel(Q, K, V, sm_scale, Out, stride_qm, stride_kn, stride_vn, stride_om, N_CTX,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Attention over one head with block pointers and `k` loaded [BLOCK_N, HEAD_DIM] and
+    transposed for the dot (the form of Triton's tutorial)."""
+    start_m = tl.program_id(0)
+    q_ptr = tl.make_block_ptr(Q, (N_CTX, HEAD_DIM), (stride_qm, 1), (start_m * BLOCK_M, 0), (BLOCK_M, HEAD_DIM),
+                              (1, 0))
+    k_ptr = tl.make_block_ptr(K, (N_CTX, HEAD_DIM), (stride_kn, 1), (0, 0), (BLOCK_N, HEAD_DIM), (1, 0))
+    v_ptr = tl.make_block_ptr(V, (N_CTX, HEAD_DIM), (stride_vn, 1), (0, 0), (BLOCK_N, HEAD_DIM), (1, 0))
+    q = tl.load(q_ptr)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    for _ in tl.range(0, N_CTX, BLOCK_N):
+        qk = tl.dot(q, tl.trans(tl.load(k_ptr)))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(tl.float16), tl.load(v_ptr), acc * alpha[:, None])
+        m_i = m_ij
+        k_ptr = tl.advance(k_ptr, (BLOCK_N, 0))
+        v_ptr = tl.advance(v_ptr, (BLOCK_N, 0))
+    o_ptr = tl.make_block_ptr(Out, (N_CTX, HEAD_DIM), (stride_om, 1), (start_m * BLOCK_M, 0), (BLOCK_M, HEAD_DIM),
+                              (1, 0))
+    tl.store(o_ptr, (acc / l_i[:, None]).to(tl.float16))
+
+
+@triton.jit
 def dtype_zoo_kernel(f16, bf16, f32, i8, e4, e5, out32, out16, out_i32):
     """Every dot flavour once: each input holds a [32, K] a then a [K, 32] b (K = 32,
     64 for 8-bit types); results go to consecutive 32x32 blocks of the outputs."""
@@ -198,6 +228,11 @@ ATTENTION_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "
                  **{name: "i32" for name in ("stride_qz", "stride_qh", "stride_qm", "stride_kz", "stride_kh",
                                              "stride_kn", "stride_vz", "stride_vh", "stride_vn", "stride_oz",
                                              "stride_oh", "stride_om", "H", "N_CTX")}}
+
+
+ATTENTION_BLOCK_PTR_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "Out": "*fp16",
+                           "stride_qm": "i32", "stride_kn": "i32", "stride_vn": "i32", "stride_om": "i32",
+                           "N_CTX": "i32"}
 
 
 def matmul_constexprs(block_m=64, block_n=64, block_k=32, activation="", precision="tf32", loop_stages=None):
@@ -258,6 +293,14 @@ def test_attention_compiles_for_every_target(cuda_compile):
     for arch, (_, _, result) in cuda_compile(build, archs=(61, 75, 80, 90, 120)).items():
         _no_local_memory(result.ptx, arch)
         assert bool(_ptx_count(result.ptx, r"mma\.sync")) == (arch >= 75)
+
+
+def test_block_pointer_attention_is_pipelined():
+    consts = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32}
+    module = ir_module(attention_block_ptr_kernel, ATTENTION_BLOCK_PTR_SIG, consts, 80)
+    generate_cuda(module, 80)
+    ops = _loop_ops(module)
+    assert ops.count("async_copy") == 2 and "load" not in ops and "permute" in ops  # k's tile seen transposed
 
 
 def test_shared_memory_that_does_not_fit_fails_at_compile_time():

@@ -19,8 +19,10 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 from test_dot_compile import (
+    ATTENTION_BLOCK_PTR_SIG,
     ATTENTION_SIG,
     MATMUL_SIG,
+    attention_block_ptr_kernel,
     attention_kernel,
     batched_kernel,
     dot_kernel,
@@ -503,19 +505,31 @@ def _shape_of(helper):
 
 
 def storage_names(em, value):
-    """The register arrays whose elements a dot operand's fragments come from:
-    the operand itself, what was stored into its tile, or what was copied into
-    its pipeline buffer."""
+    """The register arrays whose elements a dot operand's fragments come from, each
+    with the permutation from its coordinates to the operand's (None: the same):
+    the operand itself, what was stored into its tile, or what was copied into its
+    pipeline buffer (seen through a `permute` of the tile)."""
     op = value.defining_op
+    order = None
     while op is not None and op.name == "permute":
+        step = tuple(op.attrs["order"])
+        order = step if order is None else tuple(step[i] for i in order)
         value = op.operands[0]
         op = value.defining_op
     if op is not None and op.name == "local_alloc":
-        return {em.names[op.operands[0]]}
+        return {em.names[op.operands[0]]: None}
     if op is not None and op.name == "local_index":
         buffer = op.operands[0]
-        return {em.names[c.operands[2]] for c in em.fn.walk() if c.name == "async_copy" and c.operands[0] is buffer}
-    return {em.names[value]}
+        return {em.names[c.operands[2]]: order for c in em.fn.walk()
+                if c.name == "async_copy" and c.operands[0] is buffer}
+    return {em.names[value]: None}
+
+
+def _in_operand_order(names, element):
+    source, coords = element
+    assert source in names, f"operand from {source}"
+    order = names[source]
+    return coords if order is None else tuple(coords[d] for d in order)
 
 
 def check_mmas(calls, a_names, b_names, result_name, k_size, result_shape, repeats=1):
@@ -543,9 +557,8 @@ def check_mmas(calls, a_names, b_names, result_name, k_size, result_shape, repea
         for (row, col), coords in c_mat.items():
             counter = seen.setdefault((call["warp"], coords), Counter())
             for k in ks:
-                a_src, a_coords = a_mat[(row, k)]
-                b_src, b_coords = b_mat[(k, col)]
-                assert a_src in a_names and b_src in b_names, f"operands from {a_src}, {b_src}"
+                a_coords = _in_operand_order(a_names, a_mat[(row, k)])
+                b_coords = _in_operand_order(b_names, b_mat[(k, col)])
                 assert a_coords[:-2] == coords[:-2] == b_coords[:-2], f"batch {a_coords} {b_coords} -> {coords}"
                 assert a_coords[-2] == coords[-2], f"a row {a_coords} for result {coords}"
                 assert b_coords[-1] == coords[-1], f"b column {b_coords} for result {coords}"
@@ -563,10 +576,10 @@ def check_products(products, a_names, b_names, result_name, k_size, result_shape
     """FMA dots: each thread's accumulator of result (.., m, n) takes a[.., m, k] * b[.., k, n]
     once for every k; the threads together cover the result."""
     seen: dict[tuple, Counter] = {}
-    for warp, (name, coords), (a_src, a_coords), (b_src, b_coords) in products:
+    for warp, (name, coords), a_elem, b_elem in products:
         if name != result_name:
             continue
-        assert a_src in a_names and b_src in b_names, f"operands from {a_src}, {b_src}"
+        a_coords, b_coords = _in_operand_order(a_names, a_elem), _in_operand_order(b_names, b_elem)
         assert a_coords[:-2] == coords[:-2] == b_coords[:-2] and a_coords[-2] == coords[-2], (a_coords, coords)
         assert b_coords[-1] == coords[-1] and a_coords[-1] == b_coords[-2], (a_coords, b_coords, coords)
         seen.setdefault((warp, coords), Counter())[a_coords[-1]] += 1
@@ -661,9 +674,14 @@ def test_pipelined_matmul_tiles():
     assert any("tt_cp_async16" in line for line in em.lines)
 
 
-def test_attention_dots_take_p_from_registers():
-    consts = {"HEAD_DIM": 32, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True}
-    module = ir_module(attention_kernel, ATTENTION_SIG, consts, 80)
+@pytest.mark.parametrize("block_pointers", [False, True])
+def test_attention_dots_take_p_from_registers(block_pointers):
+    if block_pointers:  # k's pipelined tile read transposed
+        consts = {"HEAD_DIM": 32, "BLOCK_M": 64, "BLOCK_N": 32}
+        module = ir_module(attention_block_ptr_kernel, ATTENTION_BLOCK_PTR_SIG, consts, 80)
+    else:
+        consts = {"HEAD_DIM": 32, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True}
+        module = ir_module(attention_kernel, ATTENTION_SIG, consts, 80)
     em = lower(module, 80)
     sim = Simulator(em, 4)
     calls = sim.run()

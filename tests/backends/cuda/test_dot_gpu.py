@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_dot_compile import attention_kernel, batched_kernel, dot_kernel, matmul_kernel
+from test_dot_compile import attention_block_ptr_kernel, attention_kernel, batched_kernel, dot_kernel, matmul_kernel
 
 import tritone as triton
 import tritone.language as tl
@@ -209,3 +209,17 @@ def test_attention_forward(z, h, n_ctx, head_dim, block_m, block_n, num_warps, c
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
                                                            scale=sm_scale)
     torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
+
+
+def test_attention_with_block_pointers():
+    gen = torch.Generator(device="cuda").manual_seed(19)
+    n_ctx, head_dim = 256, 64
+    q, k, v = (torch.randn((n_ctx, head_dim), device="cuda", generator=gen).half() for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    sm_scale = 0.125
+    launch(attention_block_ptr_kernel, (n_ctx // 64,), q, k, v, sm_scale, out, q.stride(0), k.stride(0), v.stride(0),
+           out.stride(0), n_ctx, HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3)
+    ref = torch.nn.functional.scaled_dot_product_attention(q[None].float(), k[None].float(), v[None].float(),
+                                                           scale=sm_scale)[0]
+    torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
+

@@ -16,7 +16,7 @@ All three are powers of two. The facts come from `arange`, constants,
 specialisation, `Function.attrs["arg_attrs"] = {index: {"divisibility": 16}}`
 (docs/IR.md), and flow through splat, broadcast, expand_dims, add, sub, mul,
 floordiv, mod, shifts, comparisons, select, addptr and loop-carried values
-(a fixed point over the loop). Like Triton, `//` and `%` are analysed as if
+(a fixed point over the loop), and integer widening casts. Like Triton, `//` and `%` are analysed as if
 their operands were non-negative.
 """
 
@@ -291,7 +291,7 @@ _BINARY: dict[str, Callable[[AxisInfo, AxisInfo], AxisInfo]] = {
 # Ops whose result holds exactly the operand's facts.
 _IDENTITY = ("convert_layout",)
 # Ops that keep which elements are equal but nothing else.
-_CONSTANCY_ONLY = ("cast", "bitcast", "abs", "and", "or", "xor", "max", "min", "div", "div_rn", "umulhi", "exp",
+_CONSTANCY_ONLY = ("bitcast", "abs", "and", "or", "xor", "max", "min", "div", "div_rn", "umulhi", "exp",
                    "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
 
 
@@ -339,6 +339,18 @@ class _Analyzer:
         value = op.attrs["value"]
         known = int(value) if isinstance(value, (int, bool)) else None
         self.set(op.result, constant_info(value_shape(op.result), known))
+
+    def op_cast(self, op: Operation) -> None:
+        # Widening an integer (or turning a pointer into the 64-bit integer of its
+        # address and back) keeps every value, hence every fact; other casts keep
+        # only which elements are equal.
+        src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+        info = self.get(op.operands[0])
+        keeps_value = ((src.is_ptr() or (src.is_int() and src.primitive_bitwidth > 1))
+                       and (dst.is_ptr() or dst.is_int())
+                       and (8 * dst.itemsize if dst.is_ptr() else dst.primitive_bitwidth)
+                       >= (8 * src.itemsize if src.is_ptr() else src.primitive_bitwidth))
+        self.set(op.result, info if keeps_value else _keep_constancy(info))
 
     def op_arange(self, op: Operation) -> None:
         n = op.attrs["end"] - op.attrs["start"]
