@@ -342,6 +342,23 @@ def test_old_targets_and_unaligned_loads_are_not_pipelined():
     assert "async_copy" not in _loop_ops(module)
 
 
+@pytest.mark.parametrize("default, uses_mma", [(None, True), ("ieee", False), ("tf32x3", True)])
+def test_fp32_default_decides_the_dot_path(monkeypatch, default, uses_mma):
+    """`input_precision=None` follows TRITON_F32_DEFAULT (tf32 when unset); ieee has no tensor-core path."""
+    if default is None:
+        monkeypatch.delenv("TRITON_F32_DEFAULT", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_F32_DEFAULT", default)
+    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "stride_am": "i32", "stride_bk": "i32"}
+    consts = {"M": 32, "N": 32, "K": 32, "TRANS_A": False, "TRANS_B": False, "ACC": tl.float32, "PRECISION": None,
+              "stride_ak": 1, "stride_bn": 1}
+    module = ir_module(dot_kernel, sig, consts, 80)
+    dot = next(op for op in module.kernel.walk() if op.name == "dot")
+    assert dot.attrs["input_precision"] == (default or "tf32")
+    source, _, _ = generate_cuda(module, 80)
+    assert ("tt_mma_m16n8k8_f32_tf32(" in source) == uses_mma
+
+
 def _cuobjdump() -> str | None:
     found = shutil.which("cuobjdump")
     if found:

@@ -144,6 +144,17 @@ def test_block_dot_warps(num_warps):
     _block_dot("fp16", "fp32", "tf32", 64, 64, 32, False, True, num_warps=num_warps, seed=3)
 
 
+@pytest.mark.parametrize("default", ["ieee", "tf32x3", "tf32"])
+def test_fp32_default(monkeypatch, default):
+    """A dot without input_precision follows TRITON_F32_DEFAULT."""
+    monkeypatch.setenv("TRITON_F32_DEFAULT", default)
+    a, b = random_operand((64, 64), "fp32", 21), random_operand((64, 64), "fp32", 22)
+    c = poisoned((64, 64), "fp32")
+    launch(dot_kernel, (1,), a, b, c, 64, 1, 64, 1, M=64, N=64, K=64, TRANS_A=False, TRANS_B=False, ACC=tl.float32,
+           PRECISION=None)
+    check(c, reference(a, b, "fp32", default), "fp32", "fp32", default, 64)
+
+
 @pytest.mark.parametrize("batch, m, n, k, dtype", [(2, 32, 32, 32, "fp16"), (4, 16, 64, 32, "bf16"),
                                                    (2, 16, 16, 16, "fp32")])
 def test_batched_dot(batch, m, n, k, dtype):
