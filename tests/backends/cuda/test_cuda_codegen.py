@@ -88,6 +88,31 @@ def _add(kb, a, b):
     return [kb.add(a[0], b[0])]
 
 
+def build_masked_select(n_divisibility):
+    def build():
+        kb = KernelBuilder("masked_select", [("x", ptr(F32)), ("out", ptr(F32)), ("n", I32)],
+                           arg_attrs={i: {"divisibility": n_divisibility} for i in range(3)})
+        offs = _offsets(kb, 1024)
+        mask = kb.cmp("lt", offs, kb.splat(kb.args[2], [1024]))
+        x = kb.load(kb.ptr_block(kb.args[0], offs), mask)
+        zero = kb.splat(kb.const(0.0, F32), [1024])
+        kb.store(kb.ptr_block(kb.args[1], offs), kb.op("select", [mask, x, zero], x.type))
+        kb.ret()
+        return kb
+
+    return build
+
+
+@pytest.mark.parametrize("n_divisibility, compares", [(1, 8), (16, 2)])
+def test_a_mask_constant_over_a_vector_is_compared_once_per_vector(cuda_compile, n_divisibility, compares):
+    # 1024 elements over 128 threads: 8 registers a thread, two 16-byte vectors. With
+    # n a multiple of 16, `offs < n` cannot change inside a vector, so the generated
+    # code compares once per vector (fewer live predicates, fewer registers).
+    results = cuda_compile(build_masked_select(n_divisibility), archs=(80, 90))
+    for arch, (_, _, result) in results.items():
+        assert len(_ptx_lines(result, r"setp\.\w+\.s32")) == compares, f"sm_{arch}"
+
+
 def _max(propagate_nan):
     return lambda kb, a, b: [kb.binary("max", a[0], b[0], propagate_nan=propagate_nan)]
 
