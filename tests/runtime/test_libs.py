@@ -425,3 +425,33 @@ def test_driver_override():
     sim = SimulatedPlatform("linux", files={custom: None}, libraries={custom: SimulatedLibrary({})})
     assert find_driver(sim, custom).source == "TRITONE_LIBCUDA_PATH"
     assert sim.loads == [custom]
+
+
+class _CountingPlatform(SimulatedPlatform):
+    """Counts `find_library` calls (on a real system each runs programs: tens of milliseconds)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lookups: list[str] = []
+
+    def find_library(self, name: str) -> str | None:
+        self.lookups.append(name)
+        return super().find_library(name)
+
+
+def test_find_library_is_asked_only_when_the_fixed_names_fail():
+    pip12 = f"{LINUX_SITE}/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+    sim = _CountingPlatform("linux", files={pip12: None}, site_dirs=[LINUX_SITE],
+                            system_libraries={"nvrtc": "libnvrtc.so.12.8", "cuda": "libcuda.so.1"},
+                            libraries={pip12: simulated_nvrtc((12, 9)), "libcuda.so.1": SimulatedLibrary({}),
+                                       "libnvrtc.so.12.8": simulated_nvrtc((12, 8))})
+    assert find_nvrtc(sim, 90).candidate.path == pip12
+    assert find_driver(sim).path == "libcuda.so.1"
+    assert sim.lookups == []
+    # Nothing usable before the system search: its find_library answer is tried too.
+    sim = _CountingPlatform("linux", system_libraries={"nvrtc": "libnvrtc.so.12.8", "cuda": "libcuda.so.1.1"},
+                            libraries={"libnvrtc.so.12.8": simulated_nvrtc((12, 8))})
+    assert find_nvrtc(sim, 90).candidate.path == "libnvrtc.so.12.8"
+    with pytest.raises(LibraryNotFound):
+        find_driver(sim)
+    assert sim.lookups == ["nvrtc", "cuda"]

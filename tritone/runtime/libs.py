@@ -260,10 +260,12 @@ class _Searcher:
         return Search(tuple(kept), tuple(self.places))
 
 
-def nvrtc_search(platform: Platform, override: str | None = None) -> Search:
+def nvrtc_search(platform: Platform, override: str | None = None, *, system_lookup: bool = True) -> Search:
     """Every NVRTC candidate on `platform`, in tritone's order (see the module's
     docstring), without loading any (cuda-pathfinder, when installed, loads
-    what it finds). `override` is TRITONE_NVRTC_PATH's value."""
+    what it finds). `override` is TRITONE_NVRTC_PATH's value. Without
+    `system_lookup` the system search offers its fixed library names only, not
+    what `find_library` answers (which runs programs: tens of milliseconds)."""
     searcher = _Searcher(platform)
     windows = platform.is_windows
     if override:
@@ -294,7 +296,7 @@ def nvrtc_search(platform: Platform, override: str | None = None) -> Search:
 
     _search_toolkits(platform, searcher)
     _search_conda(platform, searcher)
-    _search_system(platform, searcher)
+    _search_system(platform, searcher, system_lookup)
     return searcher.result()
 
 
@@ -348,7 +350,7 @@ def _search_conda(platform: Platform, searcher: _Searcher) -> None:
         searcher.folder(source, folder)
 
 
-def _search_system(platform: Platform, searcher: _Searcher) -> None:
+def _search_system(platform: Platform, searcher: _Searcher, lookup: bool) -> None:
     if platform.is_windows:
         folders = unique_paths(platform, (platform.getenv("PATH") or "").split(";"))
         held = [folder for folder in folders if searcher.folder("PATH", folder, note_absent=False)]
@@ -359,7 +361,7 @@ def _search_system(platform: Platform, searcher: _Searcher) -> None:
     else:
         names = _LINUX_SYSTEM_NAMES
         source = "system loader (LD_LIBRARY_PATH, ld.so.cache)"
-        found = platform.find_library("nvrtc")
+        found = platform.find_library("nvrtc") if lookup else None
         if found:
             names = tuple(dict.fromkeys((found, *names)))
     searcher.places.append(f"{source}: {', '.join(names)}")
@@ -422,7 +424,33 @@ def find_nvrtc(platform: Platform, arch: int | None = None, *, override: str | N
     12080) when known. Candidates are loaded in search order until one is
     usable; with `probe_all` every candidate is loaded and judged (for `describe`).
     Raises LibraryNotFound listing what was searched and tried."""
+    if not probe_all:
+        # The usual case, an NVRTC early in the order, needs no `find_library` lookup.
+        search = nvrtc_search(platform, override, system_lookup=False)
+        probes, chosen, _ = _probe_nvrtcs(platform, search, arch, driver_version, probe_all)
+        if chosen is not None:
+            return _chosen_nvrtc(chosen, probes, arch, search)
     search = nvrtc_search(platform, override)
+    probes, chosen, fallback = _probe_nvrtcs(platform, search, arch, driver_version, probe_all)
+    if chosen is not None:
+        return _chosen_nvrtc(chosen, probes, arch, search)
+    if fallback is not None and arch is not None:
+        index, nvrtc, candidate, target = fallback
+        probes[index] = Probe(candidate, nvrtc.version, nvrtc.supported_archs, f"chosen: PTX for compute_{target}")
+        reason = (f"no NVRTC found knows sm_{arch}; NVRTC {nvrtc.version_text} at {candidate.path} "
+                  f"({candidate.source}) compiles PTX for compute_{target} and the driver JITs it for sm_{arch}. "
+                  f"A newer NVRTC compiles for sm_{arch} directly: {_install_command(platform, package_for(arch))}")
+        return NvrtcChoice(nvrtc, candidate, target, True, reason, tuple(probes), search.places)
+    raise LibraryNotFound(_nvrtc_failure(platform, arch, driver_version, override, search, probes),
+                          search.places, probes)
+
+
+def _probe_nvrtcs(platform: Platform, search: Search, arch: int | None, driver_version: int | None,
+                  probe_all: bool) -> tuple[list[Probe], Any, Any]:
+    """Load and judge `search`'s candidates in order (all of them with `probe_all`,
+    else until one is usable): the probes, the chosen `(probe index, NVRTC,
+    candidate)` or None, and the best PTX fallback `(index, NVRTC, candidate,
+    target arch)` or None."""
     probes: list[Probe] = []
     chosen: tuple[int, NVRTC, Candidate] | None = None
     fallback: tuple[int, NVRTC, Candidate, int] | None = None
@@ -449,23 +477,17 @@ def find_nvrtc(platform: Platform, arch: int | None = None, *, override: str | N
             if target is not None and (fallback is None or target > fallback[3]):
                 fallback = (len(probes), nvrtc, candidate, target)
         probes.append(probe)
+    return probes, chosen, fallback
 
-    if chosen is not None:
-        index, nvrtc, candidate = chosen
-        probes[index] = Probe(candidate, nvrtc.version, nvrtc.supported_archs, "chosen")
-        needs = f", knows sm_{arch}" if arch is not None else ""
-        reason = (f"NVRTC {nvrtc.version_text} at {candidate.path} ({candidate.source}){needs}: "
-                  "the first usable one in tritone's search order")
-        return NvrtcChoice(nvrtc, candidate, arch, False, reason, tuple(probes), search.places)
-    if fallback is not None and arch is not None:
-        index, nvrtc, candidate, target = fallback
-        probes[index] = Probe(candidate, nvrtc.version, nvrtc.supported_archs, f"chosen: PTX for compute_{target}")
-        reason = (f"no NVRTC found knows sm_{arch}; NVRTC {nvrtc.version_text} at {candidate.path} "
-                  f"({candidate.source}) compiles PTX for compute_{target} and the driver JITs it for sm_{arch}. "
-                  f"A newer NVRTC compiles for sm_{arch} directly: {_install_command(platform, package_for(arch))}")
-        return NvrtcChoice(nvrtc, candidate, target, True, reason, tuple(probes), search.places)
-    raise LibraryNotFound(_nvrtc_failure(platform, arch, driver_version, override, search, probes),
-                          search.places, probes)
+
+def _chosen_nvrtc(chosen: tuple[int, NVRTC, Candidate], probes: list[Probe], arch: int | None,
+                  search: Search) -> NvrtcChoice:
+    index, nvrtc, candidate = chosen
+    probes[index] = Probe(candidate, nvrtc.version, nvrtc.supported_archs, "chosen")
+    needs = f", knows sm_{arch}" if arch is not None else ""
+    reason = (f"NVRTC {nvrtc.version_text} at {candidate.path} ({candidate.source}){needs}: "
+              "the first usable one in tritone's search order")
+    return NvrtcChoice(nvrtc, candidate, arch, False, reason, tuple(probes), search.places)
 
 
 def _nvrtc_failure(platform: Platform, arch: int | None, driver_version: int | None, override: str | None,
@@ -495,8 +517,9 @@ def _nvrtc_failure(platform: Platform, arch: int | None, driver_version: int | N
 # --------------------------------------------------------------------------- driver
 
 
-def driver_search(platform: Platform, override: str | None = None) -> Search:
-    """The CUDA driver library candidates on `platform`; `override` is TRITONE_LIBCUDA_PATH's value."""
+def driver_search(platform: Platform, override: str | None = None, *, system_lookup: bool = True) -> Search:
+    """The CUDA driver library candidates on `platform`; `override` is TRITONE_LIBCUDA_PATH's value.
+    Without `system_lookup`, not what `find_library` answers (it runs programs)."""
     searcher = _Searcher(platform)
     if override:
         searcher.file(DRIVER_OVERRIDE, override)
@@ -509,7 +532,7 @@ def driver_search(platform: Platform, override: str | None = None) -> Search:
     wsl = "/usr/lib/wsl/lib/libcuda.so.1"
     if platform.is_file(wsl):
         searcher.file("WSL driver folder", wsl)
-    found = platform.find_library("cuda")
+    found = platform.find_library("cuda") if system_lookup else None
     # Only the versioned soname is the driver; a bare libcuda.so is the toolkit's link stub.
     if found and found.endswith(".so.1"):
         searcher.file("ctypes.util.find_library", found)
@@ -519,13 +542,19 @@ def driver_search(platform: Platform, override: str | None = None) -> Search:
 def find_driver(platform: Platform, override: str | None = None) -> DriverLibrary:
     """Load the CUDA driver library; raises LibraryNotFound naming every place
     tried and how to install the driver."""
-    search = driver_search(platform, override)
-    probes = []
-    for candidate in search.candidates:
-        try:
-            return DriverLibrary(platform.load_library(candidate.path), candidate.path, candidate.source)
-        except OSError as error:
-            probes.append(Probe(candidate, None, (), f"does not load ({error})"))
+    probes: list[Probe] = []
+    tried: set[str] = set()
+    # The fixed names first; `find_library`'s answer (it runs programs) only when they fail.
+    for lookup in (False, True):
+        search = driver_search(platform, override, system_lookup=lookup)
+        for candidate in search.candidates:
+            if candidate.path in tried:
+                continue
+            tried.add(candidate.path)
+            try:
+                return DriverLibrary(platform.load_library(candidate.path), candidate.path, candidate.source)
+            except OSError as error:
+                probes.append(Probe(candidate, None, (), f"does not load ({error})"))
     lines = ["The NVIDIA CUDA driver library was not found, so no GPU can be used. Tried:"]
     lines += [f"  - {probe.describe()}" for probe in probes]
     if platform.is_windows:
