@@ -21,6 +21,7 @@ m tiles and n tiles, then issues the mma of every pair.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
@@ -93,9 +94,9 @@ def mma_warps(shape: tuple[int, ...], num_warps: int, chained: bool) -> tuple[in
 class MmaDot(DotImplementation):
     """A dot on `mma.sync` m16n8 fragments; subclasses give the instruction table."""
 
+    @abstractmethod
     def instruction(self, op: Operation, target: int) -> Instruction | None:
         """The instruction for this op on `target`, or None when unsupported."""
-        raise NotImplementedError
 
     def supports(self, op: Operation, target: int) -> bool:
         a, b, acc = op.operands
