@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tritone.backends.cuda.layouts import BlockedLayout
+from tritone.backends.cuda.layouts import BlockedLayout, SwizzledSharedLayout
 from tritone.ir import parse_module, print_function, print_module, print_op, verify
 from tritone.ir.core import Builder, Function, Location, Module, Region
 from tritone.ir.ops import OP_SPECS
@@ -122,6 +122,15 @@ def build_kernel_module() -> Module:
 
     # The GPU passes' op: the same block in a layout.
     b.create_value("convert_layout", [x], V16F.with_layout(BlockedLayout((1,), (32,), (4,), (0,))))
+    # Shared-memory tiles and asynchronous copies of the dot operand and pipelining passes.
+    shared = SwizzledSharedLayout(1, 1, 1, (0,))
+    b.create_value("local_alloc", [x], V16F.with_layout(shared))
+    buffer = b.create_value("local_buffer", [], block_type(float32, [2, 16], SwizzledSharedLayout(1, 1, 1, (1, 0))))
+    b.create("async_copy", [buffer, pid, ptrs])
+    b.create("async_copy", [buffer, pid, ptrs, mask])
+    b.create("async_commit")
+    b.create("async_wait", [buffer], [], {"pending": 0})
+    b.create_value("local_index", [buffer, pid], V16F.with_layout(shared))
     b.create("print", [loop.result, x], [], {"prefix": " x: \"q\"\n", "hex": False})
     b.create("assert", [mask], [], {"msg": "x out of range"})
     b.create("barrier")
@@ -161,7 +170,7 @@ def test_text_shape():
     assert for_line.endswith(" ({")
     assert "^(%i: i32, %acc: fp32):" in text
     no_locs = print_module(build_kernel_module(), locations=False)
-    assert "loc(" not in no_locs
+    assert " loc(" not in no_locs
 
 
 def test_attribute_values_round_trip():

@@ -169,6 +169,13 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("barrier", 0, 0, 0, effect=WRITE),
         # layouts (after the GPU layout pass)
         OpSpec("convert_layout", 1, 1, 1),
+        # shared-memory tiles and asynchronous copies (the dot operand and pipelining passes)
+        OpSpec("local_alloc", 1, 1, 1),
+        OpSpec("local_buffer", 0, 0, 1),
+        OpSpec("local_index", 2, 2, 1),
+        OpSpec("async_copy", 3, 4, 0, effect=WRITE),
+        OpSpec("async_commit", 0, 0, 0, effect=WRITE),
+        OpSpec("async_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
     ]
     return {spec.name: spec for spec in specs}
 
