@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ..ir.core import Value
-from ..ir.types import block_type, dtype, pointer_type
+from ..ir.types import block_type, dtype, pointer_type, type_text
 from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor
 from ..language.core import tuple as tl_tuple
@@ -211,7 +211,8 @@ def describe_type(ty: Any) -> str:
     if isinstance(ty, pointer_type):
         return f"pointer<{describe_type(ty.element_ty)}>"
     if isinstance(ty, dtype):
-        return _UPSTREAM_SCALAR_NAMES.get(ty.name, ty.name)
+        text = type_text(ty)
+        return _UPSTREAM_SCALAR_NAMES.get(text, text)
     return str(ty)
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir.core import Operation
+from ..ir.types import type_text
 from . import floats, special
 from . import values as V
 
@@ -77,7 +78,7 @@ def make_mod(op: Operation) -> Impl:
         if ty.is_bool():
             return _bool_int_op(lambda a, b: np.zeros_like(a))
         return np.fmod  # C's remainder; numpy gives 0 for a zero divisor
-    name = ty.name
+    name = type_text(ty)
 
     def float_mod(a, b):
         # The GPU's frem: fma.rn(-trunc(div.rn(a, b)), b, a), so an exact zero
@@ -189,7 +190,7 @@ def umulhi_u64(a, b) -> np.ndarray:
 
 
 def make_fma(op: Operation) -> Impl:
-    name = _result_type(op).name
+    name = type_text(_result_type(op))
     return lambda a, b, c: floats.fma(a, b, c, name)[()]
 
 
@@ -231,7 +232,7 @@ def make_addptr(op: Operation) -> Impl:
 
 def _ftz_input(fn, ty) -> Impl:
     """fp32 instructions with `.ftz` flush subnormal inputs (and outputs) to zero."""
-    if ty.name != "fp32":
+    if type_text(ty) != "fp32":
         return fn
     return lambda x: floats.flush_subnormals(fn(floats.flush_subnormals(x)))[()]
 
@@ -250,7 +251,7 @@ def make_math(op: Operation) -> Impl:
         "erf": _erf, "floor": np.floor, "ceil": np.ceil,
     }
     fn = table[name]
-    if ty.name == "fp32" and name in ("sin", "cos", "exp", "log", "log2"):
+    if type_text(ty) == "fp32" and name in ("sin", "cos", "exp", "log", "log2"):
         # numpy's float32 kernels are a few ulp off; compute in float64, round once.
         def precise(x, f=fn):
             return np.asarray(f(np.asarray(x, dtype=np.float64))).astype(np.float32)[()]
@@ -293,7 +294,7 @@ def cast_function(src, dst, mode: str = "rn") -> Impl:
 
 
 def _int_to_float(src, dst) -> Impl:
-    name = dst.name
+    name = type_text(dst)
     if name in ("fp32", "fp64"):
         # The C casts numpy uses round to nearest even, exactly (cvt.rn.f32.s64 ...).
         vdt = V.value_dtype(dst)

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir.core import Operation
+from ..ir.types import type_text
 from . import arith, floats, special
 from . import values as V
 
@@ -60,7 +61,7 @@ def _f64(x) -> np.ndarray:
 
 def _float_name(arg_types) -> str:
     """The float type a function computes in: fp64 if any operand is fp64, else fp32."""
-    return "fp64" if any(t.name == "fp64" for t in arg_types) else "fp32"
+    return "fp64" if any(type_text(t) == "fp64" for t in arg_types) else "fp32"
 
 
 # ---------------------------------------------------------------------------
@@ -388,7 +389,7 @@ def _rounded_op(kind: str):
     def with_mode(mode: str):
         def build(arg_types, result_type):
             pair = _exact_pair(kind)
-            name = result_type.name
+            name = type_text(result_type)
             return lambda *args: floats.round_pair(*pair(*args), name, mode)
         return build
     return with_mode
@@ -403,7 +404,7 @@ def _rounded_fma(mode: str):
 
 def _int_to_float(mode: str):
     def build(arg_types, result_type):
-        name = result_type.name
+        name = type_text(result_type)
 
         def convert(x):
             x = np.asarray(x)

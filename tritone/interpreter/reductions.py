@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..ir.core import Operation
+from ..ir.types import type_text
 from . import floats
 from . import values as V
 from .memory import AccessError
@@ -75,7 +76,7 @@ def make_dot(op: Operation) -> Callable:
             product = np.matmul(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
             return (product + acc).astype(V.value_dtype(acc_ty))
         return int_dot
-    truncate_tf32 = a_ty.name == "fp32" and precision == "tf32"
+    truncate_tf32 = type_text(a_ty) == "fp32" and precision == "tf32"
 
     def float_dot(a, b, acc):
         if truncate_tf32:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import block_type, dtype
+from ..ir.types import block_type, dtype, type_text
 from . import floats
 
 _INT_DTYPES = {
@@ -39,7 +39,7 @@ def shape_of(ty: dtype) -> tuple[int, ...]:
 
 def is_emulated_float(ty: dtype) -> bool:
     """bf16 and fp8 values are float32 arrays that must be rounded after every op."""
-    name = scalar_of(ty).name
+    name = type_text(scalar_of(ty))
     return name == "bf16" or name.startswith("fp8")
 
 
@@ -48,7 +48,7 @@ def value_dtype(ty: dtype) -> np.dtype:
     sc = scalar_of(ty)
     if sc.is_ptr():
         return np.dtype(np.uint64)
-    name = sc.name
+    name = type_text(sc)
     if name in _INT_DTYPES:
         return _INT_DTYPES[name]
     if name in _FLOAT_DTYPES:
@@ -63,11 +63,11 @@ def storage_dtype(ty: dtype) -> np.dtype:
     sc = scalar_of(ty)
     if sc.is_ptr():
         return np.dtype(np.uint64)
-    if sc.name == "i1":
+    if type_text(sc) == "i1":
         return np.dtype(np.uint8)
-    if sc.name == "bf16":
+    if type_text(sc) == "bf16":
         return np.dtype(np.uint16)
-    if sc.name.startswith("fp8"):
+    if type_text(sc).startswith("fp8"):
         return np.dtype(np.uint8)
     return value_dtype(sc)
 
@@ -89,7 +89,7 @@ def unsigned_dtype(bits: int) -> np.dtype:
 def encode(values, ty: dtype) -> np.ndarray:
     """Values of `ty` in the interpreter's representation -> their memory representation."""
     sc = scalar_of(ty)
-    name = sc.name
+    name = type_text(sc)
     if name == "i1":
         return np.asarray(values).astype(np.uint8)
     if name == "bf16":
@@ -102,7 +102,7 @@ def encode(values, ty: dtype) -> np.ndarray:
 def decode(raw, ty: dtype) -> np.ndarray:
     """Memory representation -> values of `ty` (i1 bytes read as `!= 0`)."""
     sc = scalar_of(ty)
-    name = sc.name
+    name = type_text(sc)
     if name == "i1":
         return np.asarray(raw) != 0
     if name == "bf16":
@@ -122,7 +122,7 @@ def to_bits(values, ty: dtype) -> np.ndarray:
 def from_bits(bits, ty: dtype) -> np.ndarray:
     """Values of `ty` whose bit patterns are `bits` (unsigned ints of the type's width)."""
     sc = scalar_of(ty)
-    if sc.name == "i1":
+    if type_text(sc) == "i1":
         return np.asarray(bits) != 0
     raw = np.asarray(bits).reshape(np.shape(bits) or (1,)).view(storage_dtype(sc))
     return decode(raw, sc).reshape(np.shape(bits))
@@ -131,7 +131,7 @@ def from_bits(bits, ty: dtype) -> np.ndarray:
 def round_value(values, ty: dtype, mode: str = "rn") -> np.ndarray:
     """Round float values (any numpy float dtype) to `ty`'s float format, giving
     the interpreter's representation of `ty`."""
-    return floats.round_to_dtype(values, scalar_of(ty).name, mode)
+    return floats.round_to_dtype(values, type_text(scalar_of(ty)), mode)
 
 
 def wrap_int(value: int, ty: dtype) -> int:
@@ -151,11 +151,11 @@ def from_python(value, ty: dtype):
     if sc.is_ptr():
         return np.uint64(int(value) & 0xFFFF_FFFF_FFFF_FFFF)
     if sc.is_int():
-        if sc.name == "i1":
+        if type_text(sc) == "i1":
             return np.bool_(bool(value))
         return np_type(wrap_int(int(value), sc))
     if is_emulated_float(sc):
-        return np.float32(floats.round_to_dtype(np.float64(value), sc.name)[()])
+        return np.float32(floats.round_to_dtype(np.float64(value), type_text(sc))[()])
     return np_type(value)
 
 

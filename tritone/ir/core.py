@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from .types import dtype
+from .types import dtype, type_text
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Value:
         return self.owner if isinstance(self.owner, Operation) else None
 
     def __repr__(self) -> str:
-        return f"Value({self.type}, #{id(self) & 0xFFFF:x})"
+        return f"Value({type_text(self.type)}, #{id(self) & 0xFFFF:x})"
 
 
 class Operation:

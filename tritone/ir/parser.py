@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import TritonError
 from .core import UNKNOWN_LOC, Function, Location, Module, Operation, Region, Value
-from .types import dtype, parse_type
+from .types import dtype, parse_type, type_text
 
 
 class IRParseError(TritonError):
@@ -330,7 +330,8 @@ class _Parser:
                              types_pos)
         for i, (value, ty) in enumerate(zip(operands, operand_types)):
             if value.type != ty:
-                raise self.error(f"{name} operand {i} has type {value.type}, but the op lists {ty}", types_pos)
+                raise self.error(f"{name} operand {i} has type {type_text(value.type)}, but the op lists "
+                                 f"{type_text(ty)}", types_pos)
         if len(result_types) != len(result_names):
             raise self.error(f"{name} names {len(result_names)} results but lists {len(result_types)} result types",
                              start)

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from .core import UNKNOWN_LOC, Function, Location, Module, Operation, Region, Value
-from .types import dtype
+from .types import dtype, type_text
 
 INDENT = "  "
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*\Z")
@@ -95,7 +95,8 @@ def _sanitise(hint: str | None) -> str | None:
 
 
 def format_type(ty: dtype) -> str:
-    return str(ty)
+    """`ty` in the IR's compact spelling (`types.type_text`)."""
+    return type_text(ty)
 
 
 def format_symbol(name: str) -> str:

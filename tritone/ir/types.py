@@ -4,10 +4,16 @@ There is one type system: `tl.float32` is the IR scalar type `fp32`, a block of
 pointers is a `block_type` whose element is a `pointer_type`. Types are
 immutable values compared by their parameters.
 
-Text forms (used by the IR printer and parser, and by signatures such as
-`"*fp32"`): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15
-fp8e4b8 fp8e5b16 fp16 bf16 fp32 fp64 void`; pointers `*fp32`, const pointers
-`*kfp32`; blocks `<128x64xfp32>`, `<128x*fp16>`.
+Two spellings:
+
+- the IR's compact text form, `type_text(t)`, used by the IR printer and
+  parser and close to Triton's signature strings (`"*fp32"`): scalars `i1 i8
+  i16 i32 i64 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15 fp8e4b8 fp8e5b16 fp16
+  bf16 fp32 fp64 void`; pointers `*fp32`, const pointers `*kfp32`; blocks
+  `<128x64xfp32>`, `<128x*fp16>`. `parse_type` reads it back, and Triton's
+  signature strings (`u1`, `B`, `int32`) too. Code that needs the compact
+  spelling calls `type_text`, never `str(t)` or `t.name`;
+- the names user code and messages see, `t.name` and `str(t)`.
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ SCALAR_NAMES = tuple(n for n in _SCALARS if n != "void")
 class dtype:
     """A scalar element type (`tl.float32`, `tl.int8`, ...)."""
 
-    __slots__ = ("name",)
+    # `_key` is the compact spelling (`type_text`), which every check below reads.
+    __slots__ = ("name", "_key")
 
     SINT_TYPES = ("i8", "i16", "i32", "i64")
     UINT_TYPES = ("i1", "u8", "u16", "u32", "u64")
@@ -62,10 +69,11 @@ class dtype:
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
 
     def __init__(self, name: str):
-        name = _ALIASES.get(name, name)
-        if name not in _SCALARS:
+        key = _ALIASES.get(name, name)
+        if key not in _SCALARS:
             raise ValueError(f"unknown dtype {name!r}")
-        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "name", key)
 
     def __setattr__(self, key, value):
         raise AttributeError("dtypes are immutable")
@@ -73,7 +81,7 @@ class dtype:
     # -- classification -------------------------------------------------
     @property
     def _info(self):
-        return _SCALARS[self.name]
+        return _SCALARS[self._key]
 
     @property
     def primitive_bitwidth(self) -> int:
@@ -109,16 +117,16 @@ class dtype:
         return self
 
     def is_void(self) -> bool:
-        return self.name == "void"
+        return self._key == "void"
 
     def is_int(self) -> bool:
         return self._info[0] == "int"
 
     def is_bool(self) -> bool:
-        return self.name == "i1"
+        return self._key == "i1"
 
     def is_int1(self) -> bool:
-        return self.name == "i1"
+        return self._key == "i1"
 
     def is_int_signed(self) -> bool:
         return self.is_int() and self._info[2]
@@ -130,55 +138,55 @@ class dtype:
         return self._info[0] == "float"
 
     def is_standard_floating(self) -> bool:
-        return self.name in self.STANDARD_FP_TYPES
+        return self._key in self.STANDARD_FP_TYPES
 
     def is_fp8(self) -> bool:
-        return self.name.startswith("fp8")
+        return self._key.startswith("fp8")
 
     def is_fp16(self) -> bool:
-        return self.name == "fp16"
+        return self._key == "fp16"
 
     def is_bf16(self) -> bool:
-        return self.name == "bf16"
+        return self._key == "bf16"
 
     def is_fp32(self) -> bool:
-        return self.name == "fp32"
+        return self._key == "fp32"
 
     def is_fp64(self) -> bool:
-        return self.name == "fp64"
+        return self._key == "fp64"
 
     def is_fp8e4nv(self) -> bool:
-        return self.name == "fp8e4nv"
+        return self._key == "fp8e4nv"
 
     def is_fp8e5(self) -> bool:
-        return self.name == "fp8e5"
+        return self._key == "fp8e5"
 
     def is_fp8e4b15(self) -> bool:
-        return self.name == "fp8e4b15"
+        return self._key == "fp8e4b15"
 
     def is_int8(self) -> bool:
-        return self.name == "i8"
+        return self._key == "i8"
 
     def is_int16(self) -> bool:
-        return self.name == "i16"
+        return self._key == "i16"
 
     def is_int32(self) -> bool:
-        return self.name == "i32"
+        return self._key == "i32"
 
     def is_int64(self) -> bool:
-        return self.name == "i64"
+        return self._key == "i64"
 
     def is_uint8(self) -> bool:
-        return self.name == "u8"
+        return self._key == "u8"
 
     def is_uint16(self) -> bool:
-        return self.name == "u16"
+        return self._key == "u16"
 
     def is_uint32(self) -> bool:
-        return self.name == "u32"
+        return self._key == "u32"
 
     def is_uint64(self) -> bool:
-        return self.name == "u64"
+        return self._key == "u64"
 
     def is_ptr(self) -> bool:
         return False
@@ -220,13 +228,13 @@ class dtype:
 
     # -- identity ---------------------------------------------------------
     def __eq__(self, other) -> bool:
-        return type(other) is dtype and other.name == self.name
+        return type(other) is dtype and other._key == self._key
 
     def __ne__(self, other) -> bool:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:
-        return hash(("dtype", self.name))
+        return hash(("dtype", self._key))
 
     def __str__(self) -> str:
         return self.name
@@ -236,13 +244,16 @@ class dtype:
         return self.name
 
     def __repr__(self) -> str:
-        return f"triton.language.{_LONG_NAMES.get(self.name, self.name)}"
+        return f"triton.language.{self.codegen_name()}"
 
     def codegen_name(self) -> str:
-        return self.name
+        """The dtype's name in `tl` (`float32`, `bfloat16`, `int32`)."""
+        return _LONG_NAMES.get(self._key, self._key)
 
     def mangle(self) -> str:
-        return self.name
+        """The dtype's part of a specialised function's name, as Triton spells it
+        (`i32`, `u8`, `u1` for int1, `fp16`)."""
+        return "u1" if self._key == "i1" else self._key
 
 
 class pointer_type(dtype):
@@ -256,6 +267,7 @@ class pointer_type(dtype):
         object.__setattr__(self, "element_ty_", element_ty)
         object.__setattr__(self, "address_space", address_space)
         object.__setattr__(self, "const", const)
+        object.__setattr__(self, "_key", ("*k" if const else "*") + element_ty._key)
         object.__setattr__(self, "name", f"pointer<{element_ty}>")
 
     @property
@@ -325,6 +337,8 @@ class block_type(dtype):
         object.__setattr__(self, "element_ty_", element_ty)
         object.__setattr__(self, "shape_", shape)
         object.__setattr__(self, "layout", layout)
+        dims = "x".join(str(s) for s in shape)
+        object.__setattr__(self, "_key", f"<{dims}x{element_ty._key}>")
         object.__setattr__(self, "name", str(self))
 
     @property
@@ -390,6 +404,15 @@ class block_type(dtype):
         return self.element_ty_.mangle() + "S" + "_".join(map(str, self.shape_)) + "S"
 
 
+def type_text(ty: dtype) -> str:
+    """The IR's compact spelling of `ty`, which `parse_type` (and the IR parser,
+    for layouts) reads back: `i32`, `fp16`, `*fp32`, `*kfp32`, `<16x32xfp32>`,
+    a block with a layout `<16x32xfp32, BlockedLayout(...)>`."""
+    if type(ty) is block_type and ty.layout is not None:
+        return f"{ty._key[:-1]}, {ty.layout}>"
+    return ty._key
+
+
 _LONG_NAMES = {v: k for k, v in _ALIASES.items() if k not in ("u1", "B")}
 
 void = dtype("void")
@@ -420,7 +443,9 @@ def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
 
 
 def parse_type(text: str) -> dtype:
-    """Parse a type's text form: `fp32`, `*fp16`, `*kfp32`, `<16x32xfp32>`, `<8x*i32>`.
+    """Parse a type's compact text form (`type_text`): `fp32`, `*fp16`, `*kfp32`,
+    `<16x32xfp32>`, `<8x*i32>`; scalar names may also be Triton's signature and
+    dtype names (`u1`, `B`, `int32`, `float16`).
 
     Layout attributes inside block types are not parsed here (the IR parser
     handles them)."""

@@ -25,7 +25,7 @@ from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
 from .ops import BINARY_OPS, FLOAT_MATH_OPS, FLOAT_ONLY_BINARY_OPS, INT_ONLY_BINARY_OPS, OP_SPECS, YIELD_PARENTS
 from .printer import print_op
-from .types import block_type, dtype, int1, int32
+from .types import block_type, dtype, int1, int32, type_text
 
 
 class IRVerificationError(TritonError):
@@ -75,24 +75,29 @@ def _types(values: list[Value]) -> list[dtype]:
     return [v.type for v in values]
 
 
+def _t(ty: dtype) -> str:
+    """A type as the IR text writes it (messages quote the IR)."""
+    return type_text(ty)
+
+
 def _fmt(types: list[dtype]) -> str:
-    return "(" + ", ".join(str(t) for t in types) + ")"
+    return "(" + ", ".join(type_text(t) for t in types) + ")"
 
 
 def _expect_type(what: str, actual: dtype, expected: dtype) -> None:
     if actual != expected:
-        _fail(f"{what} has type {actual}, expected {expected}")
+        _fail(f"{what} has type {_t(actual)}, expected {_t(expected)}")
 
 
 def _expect_shaped(what: str, actual: dtype, expected: dtype) -> None:
     """`actual` has the shape and element type of `expected`, in any layout."""
     if _plain(actual) != _plain(expected):
-        _fail(f"{what} has type {actual}, expected {_plain(expected)} (in any layout)")
+        _fail(f"{what} has type {_t(actual)}, expected {_t(_plain(expected))} (in any layout)")
 
 
 def _expect_layout(what: str, actual: dtype, expected: Any) -> None:
     if _layout(actual) != expected:
-        _fail(f"{what} has type {actual}, expected the layout {expected}")
+        _fail(f"{what} has type {_t(actual)}, expected the layout {expected}")
 
 
 def _expect_one_layout(what: str, types: list[dtype]) -> None:
@@ -116,17 +121,17 @@ def _is_number(ty: dtype) -> bool:
 def _check_binary(op: Operation) -> None:
     a, b = _types(op.operands)
     if a != b:
-        _fail(f"operands have different types {a} and {b}")
+        _fail(f"operands have different types {_t(a)} and {_t(b)}")
     _expect_type("the result", op.results[0].type, a)
     scalar = a.scalar
     if not _is_number(a):
-        _fail(f"operands must be numbers, got {a}")
+        _fail(f"operands must be numbers, got {_t(a)}")
     if op.name in INT_ONLY_BINARY_OPS and not scalar.is_int():
-        _fail(f"operands must be integers, got {a}")
+        _fail(f"operands must be integers, got {_t(a)}")
     if op.name in FLOAT_ONLY_BINARY_OPS and not scalar.is_floating():
-        _fail(f"operands must be floats, got {a}")
+        _fail(f"operands must be floats, got {_t(a)}")
     if op.name == "umulhi" and scalar.int_bitwidth not in (32, 64):
-        _fail(f"umulhi needs 32- or 64-bit integers, got {a}")
+        _fail(f"umulhi needs 32- or 64-bit integers, got {_t(a)}")
 
 
 def _check_unary_math(op: Operation) -> None:
@@ -134,31 +139,31 @@ def _check_unary_math(op: Operation) -> None:
     _expect_type("the result", op.results[0].type, x)
     if op.name == "abs":
         if not _is_number(x):
-            _fail(f"operand must be a number, got {x}")
+            _fail(f"operand must be a number, got {_t(x)}")
     elif not x.scalar.is_floating():
-        _fail(f"operand must be a float, got {x}")
+        _fail(f"operand must be a float, got {_t(x)}")
 
 
 def _check_fma(op: Operation) -> None:
     a, b, c = _types(op.operands)
     if not a == b == c:
-        _fail(f"operands have different types {a}, {b}, {c}")
+        _fail(f"operands have different types {_t(a)}, {_t(b)}, {_t(c)}")
     if not a.scalar.is_floating():
-        _fail(f"operands must be floats, got {a}")
+        _fail(f"operands must be floats, got {_t(a)}")
     _expect_type("the result", op.results[0].type, a)
 
 
 def _check_cmp(op: Operation) -> None:
     a, b = _types(op.operands)
     if a != b:
-        _fail(f"operands have different types {a} and {b}")
+        _fail(f"operands have different types {_t(a)} and {_t(b)}")
     _expect_type("the result", op.results[0].type, a.with_element_ty(int1))
 
 
 def _check_select(op: Operation) -> None:
     cond, a, b = _types(op.operands)
     if a != b:
-        _fail(f"the two choices have different types {a} and {b}")
+        _fail(f"the two choices have different types {_t(a)} and {_t(b)}")
     _expect_type("the condition", cond, a.with_element_ty(int1))
     _expect_type("the result", op.results[0].type, a)
 
@@ -166,9 +171,9 @@ def _check_select(op: Operation) -> None:
 def _check_addptr(op: Operation) -> None:
     ptr, offset = _types(op.operands)
     if not ptr.scalar.is_ptr():
-        _fail(f"the first operand must be a pointer, got {ptr}")
+        _fail(f"the first operand must be a pointer, got {_t(ptr)}")
     if not offset.scalar.is_int() or _shape(offset) != _shape(ptr):
-        _fail(f"the offset must be an integer of the pointer's shape, got {offset} for {ptr}")
+        _fail(f"the offset must be an integer of the pointer's shape, got {_t(offset)} for {_t(ptr)}")
     _expect_layout("the offset", offset, _layout(ptr))
     _expect_type("the result", op.results[0].type, ptr)
 
@@ -179,20 +184,20 @@ def _check_constant(op: Operation) -> None:
     scalar = ty.scalar
     if scalar.is_floating():
         if not isinstance(value, float):
-            _fail(f"a {ty} constant needs a float value, got {value!r}")
-        narrow = {"fp16": np.float16, "fp32": np.float32}.get(scalar.name)
+            _fail(f"a {_t(ty)} constant needs a float value, got {value!r}")
+        narrow = {"fp16": np.float16, "fp32": np.float32}.get(type_text(scalar))
         with np.errstate(over="ignore"):
             rounded = float(narrow(value)) if narrow is not None else value
         if not np.isnan(value) and rounded != value:
-            _fail(f"value {value!r} is not representable in {scalar}")
+            _fail(f"value {value!r} is not representable in {_t(scalar)}")
     elif scalar.is_int() or scalar.is_ptr():
         if not isinstance(value, int):
-            _fail(f"a {ty} constant needs an integer value, got {value!r}")
+            _fail(f"a {_t(ty)} constant needs an integer value, got {value!r}")
         low, high = scalar.int_range() if scalar.is_int() else (0, (1 << 64) - 1)
         if not low <= value <= high:
-            _fail(f"value {value} is out of the range [{low}, {high}] of {scalar}")
+            _fail(f"value {value} is out of the range [{low}, {high}] of {_t(scalar)}")
     else:
-        _fail(f"constants of type {ty} do not exist")
+        _fail(f"constants of type {_t(ty)} do not exist")
 
 
 def _check_i32_result(op: Operation) -> None:
@@ -209,14 +214,14 @@ def _check_arange(op: Operation) -> None:
 def _check_splat(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if x.is_block() or not r.is_block():
-        _fail(f"splat makes a block from a scalar, not {x} -> {r}")
+        _fail(f"splat makes a block from a scalar, not {_t(x)} -> {_t(r)}")
     _expect_type("the result's element", r.scalar, x)
 
 
 def _check_broadcast(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if not x.is_block() or not r.is_block() or x.scalar != r.scalar or len(x.shape) != len(r.shape):
-        _fail(f"broadcast needs blocks of one element type and rank, got {x} -> {r}")
+        _fail(f"broadcast needs blocks of one element type and rank, got {_t(x)} -> {_t(r)}")
     for src, dst in zip(x.shape, r.shape):
         if src not in (1, dst):
             _fail(f"cannot broadcast shape {list(x.shape)} to {list(r.shape)}")
@@ -228,7 +233,7 @@ def _check_expand_dims(op: Operation) -> None:
     axis = op.attrs["axis"]
     shape = list(_shape(x))
     if not 0 <= axis <= len(shape):
-        _fail(f"axis {axis} out of range for {x}")
+        _fail(f"axis {axis} out of range for {_t(x)}")
     _expect_shaped("the result", r, block_type(x.scalar, shape[:axis] + [1] + shape[axis:]))
     _expect_layout("the operand", x, _slice_layout(axis, _layout(r)))
 
@@ -236,7 +241,7 @@ def _check_expand_dims(op: Operation) -> None:
 def _check_reshape(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if x.scalar != r.scalar or x.numel != r.numel:
-        _fail(f"reshape keeps the element type and the number of elements, got {x} -> {r}")
+        _fail(f"reshape keeps the element type and the number of elements, got {_t(x)} -> {_t(r)}")
 
 
 def _check_permute(op: Operation) -> None:
@@ -244,21 +249,21 @@ def _check_permute(op: Operation) -> None:
     order = op.attrs["order"]
     shape = _shape(x)
     if sorted(order) != list(range(len(shape))):
-        _fail(f"order {list(order)} is not a permutation of the {len(shape)} dims of {x}")
+        _fail(f"order {list(order)} is not a permutation of the {len(shape)} dims of {_t(x)}")
     _expect_shaped("the result", r, block_type(x.scalar, [shape[i] for i in order]))
 
 
 def _check_join(op: Operation) -> None:
     a, b = _types(op.operands)
     if _plain(a) != _plain(b):
-        _fail(f"operands have different types {a} and {b}")
+        _fail(f"operands have different types {_t(a)} and {_t(b)}")
     _expect_shaped("the result", op.results[0].type, block_type(a.scalar, _shape(a) + (2,)))
 
 
 def _check_split(op: Operation) -> None:
     x = op.operands[0].type
     if not x.is_block() or x.shape[-1] != 2:
-        _fail(f"split needs a block whose last dim is 2, got {x}")
+        _fail(f"split needs a block whose last dim is 2, got {_t(x)}")
     half = _shaped(x.scalar, x.shape[:-1])
     for result in op.results:
         _expect_shaped("a result", result.type, half)
@@ -267,7 +272,7 @@ def _check_split(op: Operation) -> None:
 def _check_cat(op: Operation) -> None:
     a, b = _types(op.operands)
     if len(_shape(a)) != 1 or len(_shape(b)) != 1 or a.scalar != b.scalar:
-        _fail(f"cat needs two 1-D blocks of one element type, got {a} and {b}")
+        _fail(f"cat needs two 1-D blocks of one element type, got {_t(a)} and {_t(b)}")
     _expect_shaped("the result", op.results[0].type, block_type(a.scalar, [a.shape[0] + b.shape[0]]))
 
 
@@ -275,18 +280,18 @@ def _check_gather(op: Operation) -> None:
     src, index = _types(op.operands)
     axis = op.attrs["axis"]
     if not src.is_block() or not index.is_block() or len(src.shape) != len(index.shape):
-        _fail(f"gather needs blocks of equal rank, got {src} and {index}")
+        _fail(f"gather needs blocks of equal rank, got {_t(src)} and {_t(index)}")
     if not index.scalar.is_int():
-        _fail(f"the index must be integers, got {index}")
+        _fail(f"the index must be integers, got {_t(index)}")
     if not 0 <= axis < len(src.shape):
-        _fail(f"axis {axis} out of range for {src}")
+        _fail(f"axis {axis} out of range for {_t(src)}")
     _expect_shaped("the result", op.results[0].type, block_type(src.scalar, index.shape))
 
 
 def _check_histogram(op: Operation) -> None:
     x = op.operands[0].type
     if not x.is_block() or not x.scalar.is_int():
-        _fail(f"histogram needs a block of integers, got {x}")
+        _fail(f"histogram needs a block of integers, got {_t(x)}")
     if len(op.operands) == 2:
         _expect_shaped("the mask", op.operands[1].type, block_type(int1, x.shape))
     _expect_shaped("the result", op.results[0].type, block_type(int32, [op.attrs["num_bins"]]))
@@ -295,9 +300,9 @@ def _check_histogram(op: Operation) -> None:
 def _check_cast(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if _shape(x) != _shape(r) or _layout(x) != _layout(r):
-        _fail(f"casts keep the shape and the layout, got {x} -> {r}")
+        _fail(f"casts keep the shape and the layout, got {_t(x)} -> {_t(r)}")
     if op.name == "bitcast" and x.scalar.primitive_bitwidth != r.scalar.primitive_bitwidth:
-        _fail(f"bitcast needs equal bit widths, got {x} -> {r}")
+        _fail(f"bitcast needs equal bit widths, got {_t(x)} -> {_t(r)}")
 
 
 def _check_memory_operands(op: Operation, mask_index: int | None) -> dtype:
@@ -305,7 +310,7 @@ def _check_memory_operands(op: Operation, mask_index: int | None) -> dtype:
     the type of the values behind the pointer (in the pointer's shape and layout)."""
     ptr = op.operands[0].type
     if not ptr.scalar.is_ptr():
-        _fail(f"the first operand must be a pointer, got {ptr}")
+        _fail(f"the first operand must be a pointer, got {_t(ptr)}")
     if mask_index is not None and len(op.operands) > mask_index:
         _expect_type("the mask", op.operands[mask_index].type, ptr.with_element_ty(int1))
     return ptr.with_element_ty(ptr.scalar.element_ty)
@@ -372,9 +377,9 @@ def _check_reduce_scan(op: Operation) -> None:
 def _check_dot(op: Operation) -> None:
     a, b, acc = _types(op.operands)
     if not (a.is_block() and b.is_block() and acc.is_block()) or not len(a.shape) == len(b.shape) == len(acc.shape):
-        _fail(f"dot needs blocks of equal rank, got {a}, {b}, {acc}")
+        _fail(f"dot needs blocks of equal rank, got {_t(a)}, {_t(b)}, {_t(acc)}")
     if len(a.shape) not in (2, 3):
-        _fail(f"dot needs 2-D or 3-D blocks, got {a}")
+        _fail(f"dot needs 2-D or 3-D blocks, got {_t(a)}")
     *batch, m, k = a.shape
     *batch_b, k2, n = b.shape
     if k != k2 or batch != batch_b or tuple(acc.shape) != (*batch, m, n):
@@ -385,7 +390,7 @@ def _check_dot(op: Operation) -> None:
 def _check_for(op: Operation) -> None:
     lb, ub, step, *inits = _types(op.operands)
     if not lb == ub == step or lb.is_block() or not lb.scalar.is_int():
-        _fail(f"bounds and step must be one scalar integer type, got {lb}, {ub}, {step}")
+        _fail(f"bounds and step must be one scalar integer type, got {_t(lb)}, {_t(ub)}, {_t(step)}")
     body = op.regions[0]
     _expect_types("the body's argument types", _types(body.args), [lb] + inits)
     _expect_types("the body's yielded types", _yield_types(body), inits)
@@ -417,20 +422,20 @@ def _check_hint(op: Operation) -> None:
     _expect_type("the result", op.results[0].type, x)
     values = op.attrs["values"]
     if x.is_block() and len(values) != len(x.shape):
-        _fail(f"{len(values)} hint values for the {len(x.shape)} dims of {x}")
+        _fail(f"{len(values)} hint values for the {len(x.shape)} dims of {_t(x)}")
 
 
 def _check_extern(op: Operation) -> None:
     blocks = [t for t in _types(op.operands) + _types(op.results) if t.is_block()]
     if len({t.shape for t in blocks}) > 1:
-        _fail(f"block operands and result of different shapes {_fmt(_types(op.operands))} -> {op.results[0].type}")
+        _fail(f"block operands and result of different shapes {_fmt(_types(op.operands))} -> {_t(op.results[0].type)}")
     _expect_one_layout("block operands and result", blocks)
 
 
 def _check_convert_layout(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if not x.is_block() or _layout(r) is None:
-        _fail(f"convert_layout takes a block to a block with a layout, got {x} -> {r}")
+        _fail(f"convert_layout takes a block to a block with a layout, got {_t(x)} -> {_t(r)}")
     _expect_shaped("the result", r, x)
 
 
@@ -441,7 +446,7 @@ def _check_scalar_condition(op: Operation) -> None:
 def _check_assert(op: Operation) -> None:
     cond = op.operands[0].type
     if cond.scalar != int1:
-        _fail(f"the condition must be i1, got {cond}")
+        _fail(f"the condition must be i1, got {_t(cond)}")
 
 
 _TYPE_RULES: dict[str, Callable[[Operation], None]] = {

@@ -481,7 +481,8 @@ def dtype_name(ty: dtype) -> str:
     """The name Triton prints for a dtype in messages: `int32`, `uint8`, `fp16`, `bf16`."""
     if ty.is_ptr() or ty.is_block():
         return str(ty)
-    return _types._LONG_NAMES.get(ty.name, ty.name) if ty.is_int() else ty.name
+    text = _types.type_text(ty)
+    return _types._LONG_NAMES.get(text, text) if ty.is_int() else text
 
 
 def validate_block_shape(shape) -> int:

@@ -20,7 +20,7 @@ import warnings
 from typing import Any, Callable
 
 from ..ir.core import Region
-from ..ir.types import block_type, dtype
+from ..ir.types import block_type, dtype, type_text
 from . import core as tl
 from .core import _unwrap_if_constexpr, dtype_name, tensor
 from .semantic_compute import ComputeSemantic
@@ -58,7 +58,7 @@ def _round_float(value: float, ty: dtype) -> float:
     if ty.is_fp64() or value != value or value == 0.0:
         return value
     saturate = ty.is_fp8()
-    max_finite = _MAX_FINITE[ty.name]
+    max_finite = _MAX_FINITE[type_text(ty)]
     if math.isinf(value):
         return math.copysign(max_finite, value) if saturate else value
     _, exp = math.frexp(abs(value))
@@ -257,7 +257,7 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
         if a_is_scalar != b_is_scalar:
             scalar_ty, tensor_ty = (a_ty, b_ty) if a_is_scalar else (b_ty, a_ty)
             if scalar_ty.kind() <= tensor_ty.kind():
-                if div_or_mod and tensor_ty.name in ("fp16", "bf16"):
+                if div_or_mod and (tensor_ty.is_fp16() or tensor_ty.is_bf16()):
                     return tl.float32
                 return tensor_ty
         if a_ty.is_fp64() or b_ty.is_fp64():
@@ -625,7 +625,7 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
         both_float = src_sca.is_floating() and dst_sca.is_floating()
         if both_float and (src_sca.is_fp8() or dst_sca.is_fp8() or rounding == "rtz"):
             return convert()
-        if src_sca.name in ("fp16", "bf16") and not dst_sca.is_fp32():
+        if (src_sca.is_fp16() or src_sca.is_bf16()) and not dst_sca.is_fp32():
             # Triton converts fp16/bf16 to anything but fp32 through fp32
             return self.cast(self.cast(input, tl.float32), dst_sca)
         if both_float:

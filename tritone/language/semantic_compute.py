@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..ir.core import Region
-from ..ir.types import block_type, dtype
+from ..ir.types import block_type, dtype, type_text
 from . import core as tl
 from .core import dtype_name, tensor
 
@@ -39,9 +39,9 @@ class ComputeSemantic:
             raise AssertionError("dot operands must be blocks")
         lhs_ty, rhs_ty = lhs.dtype, rhs.dtype
         if not (lhs_ty.is_fp8() and rhs_ty.is_fp8()):
-            if lhs_ty.name not in _DOT_OPERAND_TYPES:
+            if type_text(lhs_ty) not in _DOT_OPERAND_TYPES:
                 raise AssertionError(f"Unsupported lhs dtype {dtype_name(lhs_ty)}")
-            if rhs_ty.name not in _DOT_OPERAND_TYPES:
+            if type_text(rhs_ty) not in _DOT_OPERAND_TYPES:
                 raise AssertionError(f"Unsupported rhs dtype {dtype_name(rhs_ty)}")
             if lhs_ty != rhs_ty:
                 raise AssertionError(f"Both operands must be same dtype. Got {dtype_name(lhs_ty)} and "

@@ -138,9 +138,9 @@ class MemorySemantic(BlockPointerSemantic):
         if ptr.type.scalar.is_const():
             raise ValueError("Cannot store to a constant pointer")
         elem_ty = ptr.type.scalar.element_ty
-        if elem_ty.name in ("fp16", "bf16") and op != "add":
+        if (elem_ty.is_fp16() or elem_ty.is_bf16()) and op != "add":
             raise ValueError(f"atomic_{op} does not support {dtype_name(elem_ty)}")
-        if elem_ty.name in ("i16", "u16") or elem_ty.primitive_bitwidth < 16:
+        if elem_ty.primitive_bitwidth < 16 or (elem_ty.is_int() and elem_ty.primitive_bitwidth == 16):
             raise ValueError(f"atomic_{op} does not support {dtype_name(elem_ty)}")
         val = self.to_tensor(val)
         if mask is not None:
@@ -161,7 +161,7 @@ class MemorySemantic(BlockPointerSemantic):
         sem = _check_choice(sem or "acq_rel", _SEMANTICS, "Memory semantic")
         scope = _check_choice(scope or "gpu", _SCOPES, "Memory semantic")
         elem_ty = val.type.scalar
-        if kind in ("max", "min") and elem_ty.is_floating() and elem_ty.name not in ("fp32", "fp64"):
+        if kind in ("max", "min") and elem_ty.is_floating() and not (elem_ty.is_fp32() or elem_ty.is_fp64()):
             raise TypeError(f"atomic_{kind} not supported for dtype {dtype_name(elem_ty)}")
         if kind in ("and", "or", "xor") and not elem_ty.is_int():
             raise TypeError(f"atomic_{kind} not supported for dtype {dtype_name(elem_ty)}")

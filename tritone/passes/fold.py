@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..ir.core import Module, Operation, Region, Value
-from ..ir.types import dtype
+from ..ir.types import dtype, type_text
 
 if TYPE_CHECKING:
     from . import PassContext
@@ -150,12 +150,12 @@ def _cast(value: Any, src: dtype, dst: dtype, rounding: str | None) -> Any:
     """The folded value of `cast`, or None where it is not folded exactly."""
     if src.is_int() and dst.is_int():
         return bool(value) if dst.is_bool() else wrap_int(int(value), dst)
-    if dst.name not in _FLOAT_FORMATS:
+    if type_text(dst) not in _FLOAT_FORMATS:
         return None
     if src.is_int():
-        return round_to_float(Fraction(int(value)), dst.name)
-    if src.name in _FLOAT_FORMATS and rounding in (None, "rtne"):
-        return _round_float(value, dst.name)
+        return round_to_float(Fraction(int(value)), type_text(dst))
+    if type_text(src) in _FLOAT_FORMATS and rounding in (None, "rtne"):
+        return _round_float(value, type_text(dst))
     return None
 
 
@@ -204,11 +204,11 @@ def _fold_constants(op: Operation) -> Any:
         return _cast(consts[0], op.operands[0].type.scalar, result_ty, op.attrs.get("rounding"))
     if result_ty.is_int() and len(consts) == 2:
         return _int_binary(name, consts[0], consts[1], result_ty)
-    if result_ty.name in _EXACT_ARITH_FLOATS:
+    if type_text(result_ty) in _EXACT_ARITH_FLOATS:
         if name in ("add", "sub", "mul"):
-            return _numpy_arith(name, consts[0], consts[1], result_ty.name)
+            return _numpy_arith(name, consts[0], consts[1], type_text(result_ty))
         if name == "fma":
-            return _exact_fma(*consts, result_ty.name)
+            return _exact_fma(*consts, type_text(result_ty))
     return None
 
 
