@@ -6,7 +6,7 @@ from __future__ import annotations
 import tritone.language as tl
 from tests.frontend._helpers import compile_ir, ops_named, top_level_ops
 from tritone.ir import print_module
-from tritone.ir.types import block_type, float32, int32, int64
+from tritone.ir.types import block_type, float32, int32, int64, type_text
 from tritone.runtime.jit import jit
 
 PTR_N = {"X": "*fp32", "n": "i32"}
@@ -209,7 +209,7 @@ def bool_ops(X, n):
 def test_and_or_on_tensors_build_i1_values():
     module = compile_ir(bool_ops, PTR_N)
     (op,) = ops_named(module, "if")
-    assert op.operands[0].type.name == "i1"
+    assert type_text(op.operands[0].type) == "i1"
 
 
 @jit

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from kernel_builder import elementwise
 
+from tritone.ir.types import type_text
 from tritone.language.extra.libdevice import LIBDEVICE
 
 N = 64
@@ -243,7 +244,7 @@ def test_every_table_entry_runs():
                "u32": np.uint32(5), "u64": np.uint64(5)}
     for name, variants in LIBDEVICE.items():
         for arg_types, result_type in variants:
-            names = [t.name for t in arg_types]
+            names = [type_text(t) for t in arg_types]
             inputs = [np.full(2, samples[t]) for t in names]
             out = extern(name, inputs, names, result_type.name)
             assert out.shape == (2,), name

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tritone.language as tl
+from tritone.ir.types import type_text
 from tritone.language.semantic import constant_value
 
 from ._helpers import Kernel
@@ -19,7 +20,7 @@ def _cast(src: str, dst, shape=(8,), **kwargs):
 
 
 def _body(k):
-    return [(op.name, dict(op.attrs), str(op.results[0].type) if op.results else None) for op in k.fn.body.ops]
+    return [(op.name, dict(op.attrs), type_text(op.results[0].type) if op.results else None) for op in k.fn.body.ops]
 
 
 def test_same_dtype_is_the_input():

@@ -13,6 +13,7 @@ from tritone.errors import CompilationError
 from tritone.frontend import ast_to_ir
 from tritone.interpreter import run_kernel
 from tritone.ir import verify
+from tritone.ir.types import type_text
 from tritone.runtime.jit import jit
 
 RNG = np.random.default_rng()
@@ -113,7 +114,7 @@ def test_topk_widens_like_max_unless_k_is_the_whole_row(k, result_type):
     np.testing.assert_array_equal(y, np.flip(np.sort(x.astype(np.float64)))[:k])
     kernel = module.functions["topk_1d_kernel"]
     calls = [op for op in kernel.walk() if op.name == "call"]
-    assert [str(op.results[0].type) for op in calls] == [f"<{k}x{result_type}>"]
+    assert [type_text(op.results[0].type) for op in calls] == [f"<{k}x{result_type}>"]
 
 
 @jit
