@@ -7,15 +7,22 @@ an H200). For every accumulator element, each mma must pair a[.., m, k] with
 b[.., k, n] for the element's m and n, and over all mmas every k must come
 exactly as often as every other (once; three times for tf32x3).
 
+What follows the mmas (the accumulator's conversions, layout conversions
+through shared memory, packing of 16-bit values, masked stores) is checked by
+running whole kernels on the CPU (`cuda_emulator.py`: the generated C++ itself,
+its PTX translated) against numpy with fresh random inputs.
+
 Kernels are written in the Triton language and compiled by the frontend."""
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import Counter
 from types import MappingProxyType
 
+import cuda_emulator
 import numpy as np
 import pytest
 from test_dot_compile import (
@@ -33,6 +40,7 @@ from test_dot_compile import (
 
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import generate_cuda
 from tritone.backends.cuda.dot.shared import TileGeometry
 from tritone.compiler.compiler import ASTSource, make_ir
 
@@ -694,3 +702,115 @@ def test_attention_dots_take_p_from_registers(block_pointers):
                    op.operands[0].type.shape[-1], tuple(op.results[0].type.shape))
     assert sim.conflicts == 0
 
+
+
+# -- whole kernels on the CPU ------------------------------------------------------------------
+
+needs_gxx = pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
+
+_NP = {"fp16": np.float16, "fp32": np.float32, "i32": np.int32, "i8": np.int8}
+
+
+def emulate(module, arch, num_warps=4, corrupt=None):
+    """The kernel of `module` generated for sm_`arch`, built for the CPU emulator;
+    `corrupt(source)` may change the generated source first."""
+    source, _, metadata = generate_cuda(module, arch, {"num_warps": num_warps})
+    if corrupt is not None:
+        source = corrupt(source)
+    return cuda_emulator.Emulator(source, num_warps, metadata["shared"])
+
+
+def _random(rng, shape, dtype):
+    if dtype == "i8":
+        return rng.integers(-128, 128, shape, dtype=np.int8)
+    return rng.standard_normal(shape).astype(_NP[dtype])
+
+
+def _block_dot(arch, dtype, acc, m, n, k, num_warps=4, corrupt=None):
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{acc}", "stride_am": "i32", "stride_bk": "i32"}
+    consts = {"M": m, "N": n, "K": k, "TRANS_A": False, "TRANS_B": False, "PRECISION": "tf32", "stride_ak": 1,
+              "stride_bn": 1, "ACC": {"fp16": F16, "fp32": F32, "i32": I32}[acc]}
+    kernel = emulate(ir_module(dot_kernel, sig, consts, arch, num_warps), arch, num_warps, corrupt)
+    rng = np.random.default_rng()
+    a, b = _random(rng, (m, k), dtype), _random(rng, (k, n), dtype)
+    c = np.full((m, n), -12345 if acc == "i32" else np.nan, dtype=_NP[acc])
+    kernel.launch((1,), a, b, c, k, n)
+    return c, a.astype(np.float64) @ b.astype(np.float64)
+
+
+@needs_gxx
+@pytest.mark.parametrize("arch, dtype, acc, shape", [
+    (80, "fp16", "fp16", (32, 64, 32)),   # fp16 accumulator through the layout conversion
+    (80, "fp16", "fp16", (16, 16, 16)),   # stored straight from the mma layout
+    (80, "fp16", "fp32", (64, 32, 64)),
+    (80, "i8", "i32", (32, 32, 64)),
+    (75, "fp16", "fp16", (64, 32, 32)),   # two m16n8k8 per fragment tile
+])
+def test_emulated_block_dot(arch, dtype, acc, shape):
+    c, ref = _block_dot(arch, dtype, acc, *shape)
+    if acc == "i32":
+        np.testing.assert_array_equal(c, ref.astype(np.int64).astype(np.int32))
+    else:
+        tol = 1e-2 * np.abs(ref).max() if acc == "fp16" else 1e-4
+        np.testing.assert_allclose(c.astype(np.float64), ref, atol=tol, rtol=1e-2)
+
+
+def _drop_high_halves(source):
+    # the high fp16 half of each accumulator register lost when it is unpacked
+    corrupted, count = re.subn(r"(c[13])\.bits = \(unsigned short\)\(d[01] >> 16\);", r"\1.bits = 0;", source)
+    assert count == 2
+    return corrupted
+
+
+@needs_gxx
+def test_the_emulator_sees_a_lost_fp16_half():
+    """The odd columns of an fp16 result lost (what a wrong packing of two fp16
+    values per register gives) fail the emulated run; the even ones stay right."""
+    c, ref = _block_dot(80, "fp16", "fp16", 32, 64, 32, corrupt=_drop_high_halves)
+    wrong = ~np.isclose(c.astype(np.float64), ref, atol=0.1, rtol=1e-2)
+    assert wrong[:, 1::2].mean() > 0.9 and not wrong[:, 0::2].any()
+
+
+def _emulated_matmul(arch, m, n, k, block, num_warps=4, num_stages=3):
+    bm, bn, bk = block
+    sizes = {"M": m, "N": n, "K": k}
+    divisible = [name for name in MATMUL_SIG if name not in sizes] + [name for name, v in sizes.items() if v % 16 == 0]
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(bm, bn, bk), arch, num_warps, num_stages,
+                       divisible)
+    kernel = emulate(module, arch, num_warps)
+    rng = np.random.default_rng()
+    a, b = _random(rng, (m, k), "fp16"), _random(rng, (k, n), "fp16")
+    c = np.full((m, n), np.nan, dtype=np.float16)
+    kernel.launch((math.ceil(m / bm) * math.ceil(n / bn),), a, b, c, m, n, k, k, n, n)
+    ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float64), ref.astype(np.float64), atol=2e-2, rtol=2e-3)
+
+
+@needs_gxx
+@pytest.mark.parametrize("arch, m, n, k, block, stages", [
+    (80, 128, 128, 160, (64, 64, 32), 3),  # cp.async pipeline, fp32 accumulator to fp16
+    (80, 100, 77, 65, (64, 64, 32), 3),    # masked edges, unaligned rows (no pipeline)
+    (75, 64, 64, 64, (64, 64, 32), 2),
+])
+def test_emulated_matmul(arch, m, n, k, block, stages):
+    _emulated_matmul(arch, m, n, k, block, num_stages=stages)
+
+
+@needs_gxx
+@pytest.mark.parametrize("causal", [False, True])
+def test_emulated_attention(causal):
+    head_dim, block_m, block_n, n_ctx, z, h = 64, 64, 32, 128, 1, 2
+    consts = {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal}
+    kernel = emulate(ir_module(attention_kernel, ATTENTION_SIG, consts, 80), 80)
+    rng = np.random.default_rng()
+    q, k, v = (_random(rng, (z, h, n_ctx, head_dim), "fp16") for _ in range(3))
+    out = np.full_like(q, np.nan)
+    strides = (h * n_ctx * head_dim, n_ctx * head_dim, head_dim)
+    kernel.launch((n_ctx // block_m, z * h), q, k, v, np.float32(head_dim ** -0.5), out, *strides, *strides, *strides,
+                  *strides, h, n_ctx)
+    scores = np.einsum("zhmd,zhnd->zhmn", q.astype(np.float64), k.astype(np.float64)) * head_dim ** -0.5
+    if causal:
+        scores = np.where(np.tril(np.ones((n_ctx, n_ctx), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=1e-2, rtol=1e-2)
