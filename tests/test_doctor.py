@@ -11,6 +11,7 @@ import io
 import json
 import os
 import platform as platform_module
+import re
 import tempfile
 import time
 import warnings
@@ -30,6 +31,7 @@ from tritone.doctor.python_env import python_checks, python_facts
 from tritone.platform import SimulatedPlatform, host
 from tritone.runtime import cache, launcher, libs
 from tritone.runtime.cuda_driver import Device
+from tritone.runtime.nvml import DisplayDriver
 
 
 def by_name(checks, name):
@@ -63,7 +65,7 @@ def test_report_text_summary_json_and_exit_code():
     data = json.loads(report.json())
     assert data["exit_code"] == 1 and data["counts"] == {"pass": 1, "warn": 1, "fail": 1}
     assert data["checks"][1] == {"section": "GPU", "name": "driver", "status": "warn", "summary": "no driver",
-                                 "details": ["searched: nvcuda.dll"], "fix": "install the driver\nor this"}
+                                 "details": ["searched: nvcuda.dll"], "fix": "install the driver\nor this", "data": {}}
     assert Report(report.checks[:2], "t").exit_code == 0
 
 
@@ -78,6 +80,15 @@ def test_doctor_on_this_machine(capsys):
     assert not failed, failed
     version = next(check for check in data["checks"] if check["name"] == "version")
     assert version["summary"].startswith(f"CPython {platform_module.python_version()}, 64-bit")
+    # The display driver's version (NVML's "580.159.04"), or why it is unknown.
+    driver = next(check for check in data["checks"] if check["section"] == "GPU" and check["name"] == "driver")
+    release = driver["data"]["driver_version"]
+    if release is None:
+        assert any(line.startswith("display driver version unknown: ") for line in driver["details"])
+    else:
+        assert re.fullmatch(r"\d+\.\d+(\.\d+)?", release)
+        assert f"display driver {release} from {driver['data']['driver_version_source']}" in driver["details"]
+        assert driver["data"]["library"] is None or f"driver {release}" in driver["summary"]
 
 
 def test_a_check_that_raises_is_reported_and_the_others_still_run(monkeypatch):
@@ -283,8 +294,9 @@ def device(ordinal: int = 0) -> Device:
                   60 * 2**20)
 
 
-NO_GPU = GpuFacts(None, None, "no driver", None, None, None, ())
-ONE_GPU = GpuFacts("libcuda.so.1", "system loader", None, 12080, None, None, (device(),))
+NO_GPU = GpuFacts(None, None, "no driver", None, None, None, (), DisplayDriver(None, None, ("no NVML",)))
+ONE_GPU = GpuFacts("libcuda.so.1", "system loader", None, 12080, None, None, (device(),),
+                   DisplayDriver("580.159.04", "NVML at libnvidia-ml.so.1"))
 
 
 def test_live_check_without_a_gpu_runs_the_interpreter():

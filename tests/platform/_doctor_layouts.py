@@ -1,7 +1,8 @@
 """Simulated Windows machines for the doctor tests: folder layouts (ComfyUI
 portable, FramePack, conda, pip cu12/cu13 wheels, torch\\lib, CUDA toolkits),
-an NVRTC library that answers its version and architectures, and a CUDA driver
-that answers its version and its GPUs."""
+an NVRTC library that answers its version and architectures, a CUDA driver
+that answers its version and its GPUs, and NVML answering the display driver's
+version."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from tritone.runtime.cuda_driver import DeviceAttribute
 target = SimulatedLibrary.target
 
 # What nvrtcGetSupportedArchs answers in each release.
+NVSMI_NVML = "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\nvml.dll"
+
 NVRTC_ARCHS = {
     (11, 8): (35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90),
     (12, 4): (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90),
@@ -111,17 +114,38 @@ def simulated_driver(gpus: list[tuple[str, tuple[int, int]]], *, version: int = 
     })
 
 
+NVML_ERRORS = {9: b"Driver Not Loaded", 18: b"RM has detected an NVML/RM version mismatch.", 999: b"Unknown Error"}
+
+
+def simulated_nvml(version: str = "581.57", *, init_code: int = 0, version_code: int = 0,
+                   shutdown_code: int = 0) -> SimulatedLibrary:
+    """NVML answering the display driver `version`; each call answers the code given for it."""
+
+    def driver_version(buffer, length) -> int:
+        if version_code == 0:
+            buffer.value = version.encode()[:length - 1]
+        return version_code
+
+    return SimulatedLibrary({
+        "nvmlInit_v2": lambda: init_code,
+        "nvmlSystemGetDriverVersion": driver_version,
+        "nvmlShutdown": lambda: shutdown_code,
+        "nvmlErrorString": lambda code: NVML_ERRORS.get(code),
+    })
+
+
 COMFY_PTH = ("python312.zip\n.\n../ComfyUI\nLib/site-packages\n\n# Uncomment to run site.main() automatically\n"
              "import site\n")
 
 
 def windows(nvrtcs: dict[str, tuple[int, int]] | None = None, *, gpus=(RTX_4090,), driver_version: int = 12080,
-            init_code: int = 0, driver: bool = True, env: dict[str, str] | None = None,
-            executable: str = EMBEDDED_EXE, files: dict[str, str | None] | None = None, dirs=(),
-            sys_path=None) -> SimulatedPlatform:
+            init_code: int = 0, driver: bool = True, display_version: str = "581.57", nvml: str | None = "nvml.dll",
+            env: dict[str, str] | None = None, executable: str = EMBEDDED_EXE,
+            files: dict[str, str | None] | None = None, dirs=(), sys_path=None) -> SimulatedPlatform:
     """A Windows machine running ComfyUI portable's embedded Python (unless told
     otherwise), with NVRTC DLLs of the given versions (each with its builtins DLL
-    beside it), the NVIDIA driver listing `gpus` unless `driver` is False."""
+    beside it), the NVIDIA driver listing `gpus` unless `driver` is False, with
+    NVML at `nvml` (System32's by default, None for none) answering `display_version`."""
     nvrtcs = nvrtcs or {}
     layout: dict[str, str | None] = {
         EMBEDDED_EXE: None,
@@ -140,6 +164,10 @@ def windows(nvrtcs: dict[str, tuple[int, int]] | None = None, *, gpus=(RTX_4090,
     libraries = {path: simulated_nvrtc(version) for path, version in nvrtcs.items()}
     if driver:
         libraries["nvcuda.dll"] = simulated_driver(list(gpus), version=driver_version, init_code=init_code)
+        if nvml is not None:
+            libraries[nvml] = simulated_nvml(display_version)
+            if nvml != "nvml.dll":
+                layout[nvml] = None
     return SimulatedPlatform(
         "windows", files=layout, dirs=dirs, env=environment, executable=executable, home="C:\\Users\\ana",
         sys_path=sys_path if sys_path is not None else [f"{EMBEDDED}\\python312.zip", EMBEDDED],

@@ -18,6 +18,7 @@ from tests.platform._doctor_layouts import (
     FRAMEPACK,
     GTX_1080,
     H100,
+    NVSMI_NVML,
     PIP12,
     PIP13,
     RTX_4090,
@@ -33,6 +34,7 @@ from tritone.doctor.gpu import dot_path, gpu_checks, gpu_facts, nvrtc_checks
 from tritone.doctor.packages import TorchFacts, torch_checks, triton_checks, triton_facts, triton_installs
 from tritone.doctor.python_env import PythonFacts, python_checks
 from tritone.runtime import cache
+from tritone.runtime.nvml import DisplayDriver
 
 
 @pytest.fixture(autouse=True)
@@ -63,11 +65,35 @@ def test_comfyui_portable_rtx5090_driver_and_gpu():
     checks = gpu_checks(facts)
     driver = by_name(checks, "driver")
     assert driver.status is Status.PASS
-    assert driver.summary == "nvcuda.dll [system DLL search (System32)], supports CUDA 12.8, 1 GPU(s)"
+    assert driver.summary == "nvcuda.dll [system DLL search (System32)], driver 581.57 (CUDA 12.8), 1 GPU(s)"
+    assert driver.details == ("display driver 581.57 from NVML at nvml.dll",)
+    assert dict(driver.data) == {"library": "nvcuda.dll", "library_source": "system DLL search (System32)",
+                                 "driver_version": "581.57", "driver_version_source": "NVML at nvml.dll",
+                                 "cuda_version": "12.8"}
     gpu = by_name(checks, "GPU 0")
     assert gpu.status is Status.PASS
     assert gpu.summary.startswith("NVIDIA GeForce RTX 5090, compute capability 12.0 (sm_120)")
     assert gpu.details == ("supported: Blackwell, mma.sync family; 12.x has no wgmma",)
+
+
+def test_display_driver_from_the_nvsmi_folder_of_older_drivers():
+    sim = windows({PIP12: (12, 9)}, nvml=NVSMI_NVML, display_version="442.19")
+    facts = gpu_facts(sim)
+    assert facts.display == DisplayDriver("442.19", f"NVML at {NVSMI_NVML}")
+    assert "driver 442.19 (CUDA 12.8)" in by_name(gpu_checks(facts), "driver").summary
+
+
+def test_display_driver_unknown_says_why_and_the_driver_check_still_passes():
+    sim = windows({PIP12: (12, 9)}, nvml=None)
+    driver = by_name(gpu_checks(gpu_facts(sim)), "driver")
+    assert driver.status is Status.PASS
+    assert driver.summary == ("nvcuda.dll [system DLL search (System32)], driver version unknown (CUDA 12.8), "
+                              "1 GPU(s)")
+    assert driver.details == (
+        "display driver version unknown: NVML (part of the display driver) not found: nvml.dll [system DLL "
+        "search (System32)] does not load (cannot load nvml.dll: simulated library absent); "
+        f"{NVSMI_NVML}: no such file",)
+    assert dict(driver.data)["driver_version"] is None and dict(driver.data)["cuda_version"] == "12.8"
 
 
 def test_no_driver_is_a_warning_naming_nvcuda_and_the_fix():

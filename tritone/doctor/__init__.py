@@ -20,6 +20,7 @@ from typing import TextIO
 
 from .. import __tritone_version__, __version__
 from ..platform import Platform, host
+from ..runtime.nvml import DisplayDriver
 from .cache_report import cache_checks, cache_facts
 from .gpu import GpuFacts, gpu_checks, gpu_facts, nvrtc_checks
 from .live import live_checks
@@ -59,7 +60,8 @@ def run(sections: Sequence[str] = SECTIONS, platform: Platform | None = None) ->
         except Exception as error:  # any failure of a check is itself the finding
             checks.append(_crashed(title, error))
 
-    gpu = GpuFacts(None, None, "the GPU check failed", None, None, None, ())
+    gpu = GpuFacts(None, None, "the GPU check failed", None, None, None, (),
+                   DisplayDriver(None, None, ("the GPU check failed",)))
     torch = TorchFacts(None)
     gpu_known = False
     if {"gpu", "nvrtc", "torch", "live"} & set(sections):

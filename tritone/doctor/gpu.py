@@ -1,8 +1,9 @@
-"""Checks of the GPU side: the CUDA driver (where it was found, the CUDA
-version it supports), each GPU (name, compute capability, whether tritone
-supports it and by which dot path), and NVRTC (every candidate found with its
-version and architectures, the one chosen and why, and whether `CUDA_PATH`
-points at a toolkit tritone does not use or that is too old for the GPU)."""
+"""Checks of the GPU side: the driver (where the CUDA driver library was
+found, the display driver's version from NVML, the CUDA version it supports),
+each GPU (name, compute capability, whether tritone supports it and by which
+dot path), and NVRTC (every candidate found with its version and
+architectures, the one chosen and why, and whether `CUDA_PATH` points at a
+toolkit tritone does not use or that is too old for the GPU)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..errors import TritonError
 from ..platform import Platform
 from ..runtime import libs
 from ..runtime.cuda_driver import CudaDriver, CudaError, Device
+from ..runtime.nvml import DisplayDriver, display_driver
 from .report import Check, Status, pip_install, worst
 
 GPU = "GPU"
@@ -25,7 +27,8 @@ NO_DEVICE = "CUDA_ERROR_NO_DEVICE"
 class GpuFacts:
     """What the driver said. `driver_error` is set when no driver library loads;
     `init_error` (with the driver's error name) when it loads but cannot
-    initialise or list the GPUs."""
+    initialise or list the GPUs. `display` is the display driver's version as
+    NVML (or the kernel module) gave it, looked up whether or not CUDA works."""
 
     driver_path: str | None
     driver_source: str | None
@@ -34,15 +37,18 @@ class GpuFacts:
     init_error: str | None
     init_error_name: str | None
     devices: tuple[Device, ...]
+    display: DisplayDriver
 
 
 def gpu_facts(platform: Platform) -> GpuFacts:
     """Load the driver on `platform` as tritone does (honouring TRITONE_LIBCUDA_PATH),
-    initialise it and describe every GPU; never raises for a missing driver or GPU."""
+    initialise it and describe every GPU, and ask NVML for the display driver's
+    version; never raises for a missing driver, NVML or GPU."""
+    display = display_driver(platform)
     try:
         found = libs.find_driver(platform, knobs.nvidia.libcuda_path)
     except libs.LibraryNotFound as error:
-        return GpuFacts(None, None, str(error), None, None, None, ())
+        return GpuFacts(None, None, str(error), None, None, None, (), display)
     driver = CudaDriver(found.library, found.path)
     version = None
     try:
@@ -50,10 +56,10 @@ def gpu_facts(platform: Platform) -> GpuFacts:
         driver.init(0)
         devices = tuple(driver.device(ordinal) for ordinal in range(driver.device_count()))
     except CudaError as error:
-        return GpuFacts(found.path, found.source, None, version, str(error), error.name, ())
+        return GpuFacts(found.path, found.source, None, version, str(error), error.name, (), display)
     except TritonError as error:
-        return GpuFacts(found.path, found.source, None, version, str(error), None, ())
-    return GpuFacts(found.path, found.source, None, version, None, None, devices)
+        return GpuFacts(found.path, found.source, None, version, str(error), None, (), display)
+    return GpuFacts(found.path, found.source, None, version, None, None, devices, display)
 
 
 def cuda_version_text(driver_version: int) -> str:
@@ -100,29 +106,45 @@ def gpu_checks(facts: GpuFacts) -> list[Check]:
     return checks
 
 
+def _display_details(display: DisplayDriver) -> tuple[str, ...]:
+    """Where the display driver's version came from, or why it is unknown, and any problem met on the way."""
+    if display.version is None:
+        return tuple(f"display driver version unknown: {problem}" for problem in display.problems)
+    return (f"display driver {display.version} from {display.source}", *display.problems)
+
+
+def _driver_data(facts: GpuFacts) -> tuple[tuple[str, str | int | None], ...]:
+    cuda = cuda_version_text(facts.driver_version) if facts.driver_version else None
+    return (("library", facts.driver_path), ("library_source", facts.driver_source),
+            ("driver_version", facts.display.version), ("driver_version_source", facts.display.source),
+            ("cuda_version", cuda))
+
+
 def _driver(facts: GpuFacts) -> Check:
+    display = _display_details(facts.display)
+    data = _driver_data(facts)
     if facts.driver_error is not None:
         searched = [line.strip() for line in facts.driver_error.splitlines()[1:]
                     if line.strip().startswith("- ")]
         fix = [line.removeprefix("Fix: ") for line in facts.driver_error.splitlines()
                if line.startswith(("Fix:", "or "))]
         return Check(GPU, "driver", Status.WARN, "no NVIDIA driver library: no GPU can be used, kernels run in "
-                     "the CPU interpreter", tuple(searched), "\n".join(fix) or None)
-    where = f"{facts.driver_path} [{facts.driver_source}]"
-    version = f"supports CUDA {cuda_version_text(facts.driver_version)}" if facts.driver_version else ""
-    summary = f"{where}, {version}" if version else where
+                     "the CPU interpreter", (*searched, *display), "\n".join(fix) or None, data)
+    release = f"driver {facts.display.version}" if facts.display.version else "driver version unknown"
+    cuda = f" (CUDA {cuda_version_text(facts.driver_version)})" if facts.driver_version else ""
+    summary = f"{facts.driver_path} [{facts.driver_source}], {release}{cuda}"
     if facts.init_error is not None:
         message = facts.init_error.splitlines()
         if facts.init_error_name == NO_DEVICE:
             return Check(GPU, "driver", Status.WARN, f"{summary}; it sees no GPU: kernels run in the CPU interpreter",
-                         tuple(message[:1]), "\n".join(message[1:]) or None)
-        return Check(GPU, "driver", Status.FAIL, f"{summary}; it cannot initialise", tuple(message[:1]),
-                     "\n".join(message[1:]) or "reinstall or update the NVIDIA driver, then restart")
+                         (*message[:1], *display), "\n".join(message[1:]) or None, data)
+        return Check(GPU, "driver", Status.FAIL, f"{summary}; it cannot initialise", (*message[:1], *display),
+                     "\n".join(message[1:]) or "reinstall or update the NVIDIA driver, then restart", data)
     if facts.driver_version is not None and facts.driver_version < 12000:
         return Check(GPU, "driver", Status.WARN, summary + ": older than CUDA 12",
-                     ("NVRTC 12's output, tritone's default, needs a CUDA 12 driver (R525 or newer)",),
-                     "update the NVIDIA driver (https://www.nvidia.com/drivers)")
-    return Check(GPU, "driver", Status.PASS, f"{summary}, {len(facts.devices)} GPU(s)")
+                     ("NVRTC 12's output, tritone's default, needs a CUDA 12 driver (R525 or newer)", *display),
+                     "update the NVIDIA driver (https://www.nvidia.com/drivers)", data)
+    return Check(GPU, "driver", Status.PASS, f"{summary}, {len(facts.devices)} GPU(s)", display, data=data)
 
 
 def _found_probes(platform: Platform, probes: Sequence[libs.Probe]) -> list[libs.Probe]:

@@ -22,8 +22,10 @@ class Status(str, enum.Enum):
 @dataclass(frozen=True)
 class Check:
     """One finding. `section` groups checks ("Python", "GPU", ...), `name` labels
-    this one within it, `summary` is one line, `details` the lines behind it, and
-    `fix` one or two lines saying what to do (None when nothing needs doing)."""
+    this one within it, `summary` is one line, `details` the lines behind it,
+    `fix` one or two lines saying what to do (None when nothing needs doing),
+    and `data` the facts behind the summary as (key, value) pairs, for `--json`
+    readers that should not parse the text."""
 
     section: str
     name: str
@@ -31,10 +33,11 @@ class Check:
     summary: str
     details: tuple[str, ...] = ()
     fix: str | None = None
+    data: tuple[tuple[str, str | int | None], ...] = ()
 
     def as_dict(self) -> dict:
         return {"section": self.section, "name": self.name, "status": self.status.value, "summary": self.summary,
-                "details": list(self.details), "fix": self.fix}
+                "details": list(self.details), "fix": self.fix, "data": dict(self.data)}
 
 
 @dataclass(frozen=True)
