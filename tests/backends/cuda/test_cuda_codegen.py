@@ -88,6 +88,27 @@ def _add(kb, a, b):
     return [kb.add(a[0], b[0])]
 
 
+def build_widening_store():
+    # fp16 loads give each thread 8 consecutive elements; the fp32 store gets a
+    # coalesced layout of its own (4 a thread) through shared memory.
+    kb = KernelBuilder("widen", [("x", ptr(F16)), ("out", ptr(F32)), ("n", I32)], arg_attrs=SPEC4)
+    offs = _offsets(kb, 2048)
+    mask = kb.cmp("lt", offs, kb.splat(kb.args[2], [2048]))
+    x = kb.load(kb.ptr_block(kb.args[0], offs), mask)
+    doubled = kb.mul(kb.cast(x, F32), kb.splat(kb.const(2.0, F32), [2048]))
+    kb.store(kb.ptr_block(kb.args[1], offs), doubled, mask)
+    kb.ret()
+    return kb
+
+
+def test_widening_store_moves_16_bytes_at_a_time_through_shared_memory(cuda_compile):
+    for arch, (_, metadata, result) in cuda_compile(build_widening_store).items():
+        assert metadata["shared"] == 2048 * 4
+        assert len(_ptx_lines(result, r"st\.shared\.v4")) == 4, f"sm_{arch}"  # 16 fp32 a thread
+        assert len(_ptx_lines(result, r"ld\.shared\.v4")) == 4, f"sm_{arch}"
+        assert len(_ptx_lines(result, r"st\.global\.v4\.b32")) == 4, f"sm_{arch}"
+
+
 def build_masked_select(n_divisibility):
     def build():
         kb = KernelBuilder("masked_select", [("x", ptr(F32)), ("out", ptr(F32)), ("n", I32)],

@@ -63,6 +63,15 @@ def test_vector_add():
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
 
 
+def test_widening_store_through_shared_memory():
+    n = 3008  # n is specialised as a multiple of 16; the second program's tail is masked
+    x = torch.randn(4096, device="cuda").half()
+    out = _poison(4096, torch.float32)
+    run(kernels.build_widening_store, [2], x, out, n)
+    torch.testing.assert_close(out[:n], x[:n].float() * 2, rtol=0, atol=0)
+    assert torch.isnan(out[n:]).all()
+
+
 def test_masked_load_with_other():
     n = 700
     x = torch.randn(1024, device="cuda").half()

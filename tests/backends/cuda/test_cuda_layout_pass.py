@@ -51,6 +51,25 @@ def test_unaligned_pointers_get_one_element_per_thread_and_fp16_gets_eight():
     assert offs.type.layout.size_per_thread == (8,)
 
 
+def test_a_store_of_8_fp32_a_thread_gets_its_own_coalesced_layout():
+    kb = KernelBuilder("widen", [("x", FP16_PTR), ("o", FP32_PTR), ("n", T.int32)], arg_attrs=SPEC)
+    offs = kb.add(kb.splat(kb.mul(kb.pid(), kb.const(2048, T.int32)), [2048]), kb.arange(0, 2048))
+    mask = kb.cmp("lt", offs, kb.splat(kb.args[2], [2048]))
+    x = kb.load(kb.ptr_block(kb.args[0], offs), mask)
+    wide = kb.cast(x, T.float32)
+    kb.store(kb.ptr_block(kb.args[1], offs), wide, mask)
+    converted = _run(kb)
+    assert wide.type.layout.size_per_thread == (8,)
+    store = kb.fn.body.ops[-2]
+    assert store.name == "store" and all(v.type.layout.size_per_thread == (4,) for v in store.operands)
+    # Only the data moves through shared memory, right before the store; the pointers
+    # and the mask are computed again in the store's layout.
+    assert [op.operands[0] for op in converted] == [wide]
+    ops = kb.fn.body.ops
+    between = ops[ops.index(converted[0]) + 1:ops.index(store)]
+    assert between and {op.name for op in between} <= {"arange", "splat", "add", "mul", "cmp", "addptr"}
+
+
 def _row_offsets(kb, rows, cols, stride_arg, transpose=False):
     r = kb.arange(0, rows)
     c = kb.arange(0, cols)

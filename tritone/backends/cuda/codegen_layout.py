@@ -97,24 +97,96 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
              reads: list[tuple[Value, list[int], int]], nbytes: int) -> None:
     """Move elements through shared scratch memory: each written value's
     elements go to `offset + sum(coord * stride)`, then each read value (a
-    result, defined here) takes its elements from there."""
+    result, defined here) takes its elements from there. Runs of a thread's
+    registers that sit side by side there move as one access of up to 16 bytes.
+    Elements are placed by `_swizzled` (the same `nbytes`, fewer bank conflicts)."""
     elem = ctype(writes[0][0].type)
+    eb = _element_bytes(writes[0][0])
     names = [em.define(value) for value, _, _ in reads]
     em.barrier()
     em.open()
     em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
     for value, strides, offset in writes:
-        regs = _unique_registers(em.linear(value)) if value.type.is_block() else [0]
-        for reg in regs:
-            em.line(f"tt_buf[{_offsets(em, value, reg, strides, offset)}] = {em.reg(value, reg)};")
+        if not value.type.is_block():
+            em.line(f"tt_buf[{_swizzled(str(offset), eb)}] = {em.name(value)};")
+            continue
+        width = _vector_width(em.linear(value), strides, offset, eb)
+        for reg in _unique_registers(em.linear(value)):
+            if reg % width == 0:
+                index = _swizzled(_offsets(em, value, reg, strides, offset), eb)
+                _copy(em, f"tt_buf[{index}]", f"{em.name(value)}[{reg}]", width * eb, width == 1)
     em.barrier()
     for (value, strides, offset), name in zip(reads, names):
-        if value.type.is_block():
-            for reg in range(em.nregs(value)):
-                em.line(f"{name}[{reg}] = tt_buf[{_offsets(em, value, reg, strides, offset)}];")
-        else:
-            em.line(f"{name} = tt_buf[{offset}];")
+        if not value.type.is_block():
+            em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb)}];")
+            continue
+        width = _vector_width(em.linear(value), strides, offset, eb)
+        for reg in range(0, em.nregs(value), width):
+            index = _swizzled(_offsets(em, value, reg, strides, offset), eb)
+            _copy(em, f"{name}[{reg}]", f"tt_buf[{index}]", width * eb, width == 1)
     em.close()
+
+
+# Scratch memory is seen as rows of eight 16-byte chunks (the 32 banks once); the
+# chunks of row r are permuted by XOR with r % 8, so that threads writing or reading
+# 32 bytes apart, or down a column, hit different banks. Accesses of at most 16
+# aligned bytes stay inside one chunk; the bytes used do not change.
+_CHUNK_BYTES, _CHUNKS_PER_ROW = 16, 8
+
+
+def _swizzled(index: str, elem_bytes: int) -> str:
+    """Where the element at `index` (a C expression) is placed."""
+    chunk_bits = (_CHUNK_BYTES // elem_bytes).bit_length() - 1
+    row_bits = chunk_bits + _CHUNKS_PER_ROW.bit_length() - 1
+    if index.isdigit():
+        value = int(index)
+        return str(value ^ (((value >> row_bits) & (_CHUNKS_PER_ROW - 1)) << chunk_bits))
+    return f"(({index}) ^ (((({index}) >> {row_bits}) & {_CHUNKS_PER_ROW - 1}) << {chunk_bits}))"
+
+
+# Aligned word groups for 4-, 8- and 16-byte shared accesses (no toolkit vector types).
+_WORD_GROUPS = {4: "struct __align__(4) tt_w4 { unsigned w[1]; };",
+                8: "struct __align__(8) tt_w8 { unsigned w[2]; };",
+                16: "struct __align__(16) tt_w16 { unsigned w[4]; };"}
+
+
+def _copy(em: Emitter, dst: str, src: str, nbytes: int, one_element: bool) -> None:
+    """`dst = src` for `nbytes` bytes starting at these two lvalues: one plain
+    assignment when that is one element (`one_element`), else one 4-, 8- or
+    16-byte access of the shared side (its address is aligned to `nbytes`; the
+    register side is copied bytewise)."""
+    if one_element:
+        em.line(f"{dst} = {src};")
+        return
+    if nbytes not in _WORD_GROUPS:
+        raise CodegenError(f"no {nbytes}-byte shared access")
+    em.declare_once(_WORD_GROUPS[nbytes])
+    group = f"tt_w{nbytes}"
+    shared_is_dst = dst.startswith("tt_buf[")
+    if shared_is_dst:
+        em.line(f"{{ {group} tt_q; memcpy(&tt_q, &{src}, {nbytes}); *reinterpret_cast<{group}*>(&{dst}) = tt_q; }}")
+    else:
+        em.line(f"{{ {group} tt_q = *reinterpret_cast<const {group}*>(&{src}); memcpy(&{dst}, &tt_q, {nbytes}); }}")
+
+
+def _vector_width(linear: LinearLayout, strides: list[int], offset: int, elem_bytes: int) -> int:
+    """How many consecutive registers (from each multiple of that count) a thread
+    holds at consecutive scratch offsets `offset + sum(coord * stride)`, their
+    first one aligned to the whole run, 4, 8 or 16 bytes in all: 1 when none."""
+    unit = [d for d, stride in enumerate(strides) if stride == 1 and linear.shape[d] > 1]
+    if not unit:
+        return 1
+    dim = unit[-1]
+    width = min(linear.contiguous_registers(dim), max(1, 16 // elem_bytes))
+    while width > 1 and width * elem_bytes >= 4:
+        run_bits = width.bit_length() - 1
+        others = list(linear.registers[run_bits:]) + list(linear.lanes) + list(linear.warps)
+        aligned = offset % width == 0 and all(
+            basis[d] * strides[d] % width == 0 for basis in others for d in range(linear.rank))
+        if aligned:
+            return width
+        width //= 2
+    return 1
 
 
 # -- construction ---------------------------------------------------------------------

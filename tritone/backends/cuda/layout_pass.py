@@ -23,7 +23,12 @@ How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pa
    thread for atomics). The data side of a load prefers its access layout.
    Layouts then flow along the links; a store keeps the layout its value already
    has unless that would split a vector the pointer allows, else it is coalesced
-   too; whatever is left takes the default blocked layout of its shape.
+   too. A store whose operands already have a layout giving each thread a longer
+   run of consecutive elements than one vector of 8 or 16 bytes (8 fp32
+   after fp16 loads, say) is coalesced on its own: each of its store
+   instructions would otherwise cover only every other vector of a warp's span,
+   twice the memory transactions (Triton stores coalesced too). Whatever is left takes the
+   default blocked layout of its shape.
 4. Wherever a link's rule or a memory op's two sides disagree, a conversion is
    inserted (once per value and layout, right after the value is defined).
 5. Clean-up: conversions to the same layout and chains of conversions go; a
@@ -213,6 +218,8 @@ class _Assigner:
         # follows that class unless it gets a layout otherwise first.
         self.soft: list[tuple[Value, Value]] = []
         self.layout: dict[Value, DistributedLayout] = {}  # class root -> layout
+        # Stores whose operands are converted to a coalesced layout of their own.
+        self.store_layouts: dict[Operation, DistributedLayout] = {}
         self.values: list[Value] = []  # every block value, in program order
         self.memory_ops: list[Operation] = []
 
@@ -349,6 +356,13 @@ class _Assigner:
             self.offer(ptr, wanted)
             self.offer(value, self.get(ptr))
             self.propagate()
+            have, coalesced = self.get(ptr), self.anchor_layout(op)
+            fastest = coalesced.order[0]
+            shape = tuple(ptr.type.shape)
+            vector = _vector_along(coalesced, shape, fastest)
+            if (isinstance(have, BlockedLayout) and vector * ptr.type.scalar.element_ty.itemsize >= 8
+                    and _vector_along(have, shape, fastest) > vector):
+                self.store_layouts[op] = coalesced
         for v in self.values:
             if self.get(v) is None:
                 self.offer(v, default_blocked_layout(tuple(v.type.shape), self.num_warps))
@@ -369,6 +383,13 @@ class _Assigner:
                 access = op.operands[0].type.layout
                 if op.results[0].type.layout != access:
                     inserter.convert_result(op.results[0], access)
+            elif op in self.store_layouts:
+                # Right before the store: the pointers and mask are then computed again
+                # there (cheap), not kept in registers from their definition on.
+                own = self.store_layouts[op]
+                for i, operand in enumerate(op.operands):
+                    if _is_block(operand) and operand.type.layout != own:
+                        op.operands[i] = inserter.convert_before(op, operand, own)
             for i, needed in enumerate(required_operand_layouts(op)):
                 operand = op.operands[i]
                 if needed is not None and _is_block(operand) and operand.type.layout != needed:
@@ -459,6 +480,13 @@ class _ConversionInserter:
             region.insert(index, op)
             self.made[key] = op.result
         return self.made[key]
+
+    def convert_before(self, user: Operation, value: Value, layout: DistributedLayout) -> Value:
+        """`value` in `layout`, converted right before `user`, for `user` alone."""
+        op = make_convert(value, layout)
+        region = user.parent
+        region.insert(region.ops.index(user), op)
+        return op.result
 
     def convert_result(self, result: Value, layout: DistributedLayout) -> None:
         """Make `result` (of its op) be in `layout`, converting it back for its users."""
