@@ -93,6 +93,25 @@ class KnobReader:
             return self._defaults
         return tuple(getattr(group, name) for group, name in self._knobs)
 
+    @property
+    def defaults(self) -> tuple:
+        """The tuple `reader()` answers (this very object) while none of its knobs
+        is set or assigned."""
+        return self._defaults
+
+    @property
+    def environ_keys(self) -> frozenset:
+        """The names of the environment variables these knobs read, encoded as
+        os.environ keeps them (its `_data` keys), for code that checks them inline."""
+        return self._keys
+
+    @property
+    def assigned(self) -> set:
+        """The live set of knobs assigned now, all groups ((id of group, name)):
+        empty in the usual case, when `reader()` answers with the defaults if
+        none of `environ_keys` is set."""
+        return _assigned
+
 
 def _parse_bool(text: str) -> bool:
     return text.strip().lower() in _TRUTHY

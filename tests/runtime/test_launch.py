@@ -72,6 +72,27 @@ def test_same_specialization_compiles_once():
     assert cache_entries(scale_kernel) == 4
 
 
+def test_changing_the_kernel_cache_is_seen_by_the_argument_key_lookup(monkeypatch):
+    from tritone.compiler import compiler as compiler_module
+
+    x, out = torch.rand(64), torch.empty(64)
+    scale_kernel.device_caches.clear()
+    first = scale_kernel[(1,)](x, out, 64, 2.0)
+    kernels = scale_kernel.device_caches[launch_site()]
+    assert len(kernels.by_arguments) == 1
+    compiled = []
+    real_compile = compiler_module.compile
+    monkeypatch.setattr(compiler_module, "compile", lambda *a, **k: compiled.append(1) or real_compile(*a, **k))
+    # A kernel removed from the cache (by any of the mapping's mutators) is not launched again.
+    kernels.pop(next(iter(kernels)))
+    assert not kernels.by_arguments
+    second = scale_kernel[(1,)](x, out, 64, 2.0)
+    assert second is not first and compiled == [1]
+    assert scale_kernel[(1,)](x, out, 64, 2.0) is second and compiled == [1]
+    scale_kernel.device_caches[launch_site()] = {}  # a plain dict put in its place is used as well
+    assert scale_kernel[(1,)](x, out, 64, 2.0) is not second and compiled == [1, 1]
+
+
 def test_always_compile_knob_bypasses_the_cache():
     x = torch.rand(16)
     out = torch.empty(16)

@@ -9,7 +9,7 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone.language.core import constexpr
-from tritone.runtime.specialize import constexpr_key, make_binder, specialize_value
+from tritone.runtime.specialize import constexpr_key, make_binder, make_key_binder, specialize_value
 
 
 @triton.jit
@@ -168,3 +168,51 @@ def test_binder_errors_name_the_kernel_and_parameter():
         binder(x, x, 1, 2, 1.0, 3, 4, n=5)
     with pytest.raises(TypeError, match=r"kernel _binder_kernel, argument 'm'"):
         binder(x, x, 1, "two", 1.0, 3, 4)
+
+
+@triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["y_ptr"])
+def _key_kernel(x_ptr, y_ptr, n, m, scale, count: "i64", BLOCK: tl.constexpr,  # noqa: F821
+                w_ptr: tl.pointer_type(tl.float16) = None):
+    pass
+
+
+def _key_arguments(rng: np.random.Generator) -> tuple:
+    """Random arguments for _key_kernel: tensors of several dtypes, aligned or not,
+    ints around the i32/i64/u64 edges and 1, floats, bools, numpy scalars, constexprs."""
+    def tensor():
+        dtype = [torch.float32, torch.float16, torch.int32, torch.uint8][rng.integers(4)]
+        offset = int(rng.choice([0, 0, 1, 8]))
+        return torch.zeros(64, dtype=dtype)[offset:]
+
+    def scalar():
+        choices = [1, 0, 16, 17, -32, 2**31 - 1, 2**31, -(2**31) - 1, 2**63, 2.5, True, np.int32(16), np.float32(1.5)]
+        return choices[rng.integers(len(choices))]
+
+    def pointer_or_scalar():
+        return tensor() if rng.random() < 0.7 else scalar()
+
+    block = [16, 1, True, 1.0, None, "text", constexpr(16)][rng.integers(7)]
+    return (pointer_or_scalar(), pointer_or_scalar(), scalar(), scalar(), scalar(), int(rng.integers(-64, 64)),
+            block, tensor() if rng.random() < 0.5 else None)
+
+
+def test_equal_launch_keys_mean_equal_specializations():
+    rng = np.random.default_rng()
+    binder, key_binder = make_binder(_key_kernel), make_key_binder(_key_kernel)
+    specialization_of: dict = {}
+    for _ in range(400):
+        args = _key_arguments(rng)
+        try:
+            _, specialization, _ = binder(*args)
+        except TypeError:
+            continue  # a value no kernel takes (the key binder may raise too, or key it: never cached)
+        key, values, options = key_binder(*args, num_warps=2)
+        assert len(values) == len(args) and all(a is b for a, b in zip(values, args))
+        assert options == {"num_warps": 2}
+        assert specialization_of.setdefault(key, specialization) == specialization, args
+    # Common arguments get distinct keys when their specializations differ.
+    x, unaligned = torch.zeros(8), torch.zeros(9)[1:]
+    keys = {key_binder(a, x, 5, 3, 1.0, 2, 4)[0] for a in (x, unaligned, torch.zeros(8, dtype=torch.float16))}
+    assert len(keys) == 3
+    keys = {key_binder(x, x, 5, m, 1.0, 2, 4)[0] for m in (1, 16, 17, 2**31, 2.0)}
+    assert len(keys) == 5

@@ -10,6 +10,7 @@ to run it (`kernel[grid](...)`, the per-device caches). It never imports
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import textwrap
@@ -208,31 +209,99 @@ def _source_from_def(fn: Callable) -> tuple[str, int]:
     return src, first_line + def_index
 
 
+class SiteKernels(dict):
+    """The kernels compiled for one launch site: specialization key -> CompiledKernel.
+
+    `by_arguments` maps the launcher's cheaper argument key (see
+    `specialize.make_key_binder`) to the same kernels; any change to this mapping
+    empties it, and the launchers of its `owner` (a `DeviceCaches`), so none ever
+    answers with a kernel the mapping no longer holds."""
+
+    __slots__ = ("by_arguments", "owner")
+
+    def __init__(self, *args, owner: DeviceCaches | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.by_arguments: dict = {}
+        self.owner = owner
+
+    def _changed(self) -> None:
+        self.by_arguments.clear()
+        if self.owner is not None:
+            self.owner.clear_launchers()
+
+    def __setitem__(self, key, value) -> None:
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self._changed()
+        super().__delitem__(key)
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def pop(self, *args):
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self):
+        self._changed()
+        return super().popitem()
+
+    def setdefault(self, key, default=None):
+        self._changed()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
 class DeviceCaches(dict):
     """`JITFunction.device_caches`: launch site `(target, device)` -> {key:
-    CompiledKernel}. `for_site` remembers the site it answered last, so that
-    launches on the same device skip hashing the site (a dataclass, hashed in
-    Python); any change to the mapping forgets it."""
+    CompiledKernel} (a `SiteKernels`). `for_site` remembers the site it answered
+    last, so that launches on the same device skip hashing the site (a
+    dataclass, hashed in Python); any change to the mapping forgets it.
 
-    __slots__ = ("_last",)
+    `ready` is what `kernel[grid](...)` launches from without the general path:
+    argument key -> (the GPU decision, device, plan launch function, kernel),
+    filled by `runtime.launch`; `hot` holds the one entry the dispatcher launches
+    inline. Both are emptied by any change here or to a site's kernels."""
+
+    __slots__ = ("_last", "ready", "hot")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._last: tuple[Any, dict | None] = (None, None)
+        self._last: tuple[Any, SiteKernels | None] = (None, None)
+        self.ready: dict = {}
+        self.hot: list = []
 
-    def for_site(self, site: Any) -> dict:
-        """The kernels of `site` (an empty dict, added, when there are none yet)."""
+    def clear_launchers(self) -> None:
+        """Forget `ready` and `hot` (the kernels they name may be gone)."""
+        self.ready.clear()
+        self.hot.clear()
+
+    def for_site(self, site: Any) -> SiteKernels:
+        """The kernels of `site` (an empty mapping, added, when there are none yet)."""
         last_site, kernels = self._last
         if last_site is site:
             return kernels
         kernels = self.get(site)
-        if kernels is None:
-            kernels = self.setdefault(site, {})
+        if type(kernels) is not SiteKernels or kernels.owner is not self:
+            # None yet, or a mapping someone stored: keep its kernels.
+            kernels = SiteKernels(kernels or {}, owner=self)
+            super().__setitem__(site, kernels)
         self._last = (site, kernels)
         return kernels
 
     def _forget(self) -> None:
         self._last = (None, None)
+        self.clear_launchers()
 
     def __setitem__(self, key, value) -> None:
         self._forget()
@@ -253,6 +322,10 @@ class DeviceCaches(dict):
     def popitem(self):
         self._forget()
         return super().popitem()
+
+    def setdefault(self, key, default=None):
+        self._forget()
+        return super().setdefault(key, default)
 
     def update(self, *args, **kwargs) -> None:
         self._forget()
@@ -322,6 +395,9 @@ class JITFunction(KernelInterface[T]):
         # (name, id(globals dict)) -> (value, globals dict) of the constexpr globals the kernel reads.
         self.used_global_vals: dict[tuple[str, int], tuple[Any, dict]] = {}
         self._binder = None
+        self._key_binder = None
+        self._dispatch = None
+        self._last_launcher: tuple[Any, Any, Any] = (None, None, None)
 
     def _annotation_text(self, annotation: Any) -> str:
         text = normalize_annotation(annotation)
@@ -410,18 +486,41 @@ class JITFunction(KernelInterface[T]):
 
     def __getitem__(self, grid) -> T:
         """`kernel[grid]`: a launcher bound to `grid` that goes straight to the
-        launch path (a subclass overriding `run` gets `run` called, as Triton's
-        KernelInterface does)."""
-        if type(self).run is not JITFunction.run:
-            return super().__getitem__(grid)
-        launch = _launch_function()
-        return lambda *args, **kwargs: launch(self, args, kwargs, grid=grid, warmup=False)
+        launch path, through the kernel's generated dispatcher
+        (`runtime.launch.make_dispatcher`) while no pre-run hook is set (a
+        subclass overriding `run` gets `run` called, as Triton's KernelInterface does)."""
+        dispatch = self._dispatch
+        if dispatch is None or self.pre_run_hooks:
+            if type(self).run is not JITFunction.run:
+                return super().__getitem__(grid)
+            launch = _launch_function()
+            if self.pre_run_hooks:
+                return lambda *args, **kwargs: launch(self, args, kwargs, grid=grid, warmup=False)
+            dispatch = self._dispatch = _dispatcher_factory()(self)
+        last_grid, last_dispatch, launcher = self._last_launcher
+        if last_grid is grid and last_dispatch is dispatch:
+            # A loop launching over the same grid object gets the same bound launcher.
+            return launcher
+        launcher = functools.partial(dispatch, grid)
+        self._last_launcher = (grid, dispatch, launcher)
+        return launcher
 
     def __repr__(self) -> str:
         return f"JITFunction({self.module}:{self.__qualname__})"
 
 
 _launch: Callable[..., Any] | None = None
+_make_dispatcher: Callable[..., Any] | None = None
+
+
+def _dispatcher_factory() -> Callable[..., Any]:
+    """`runtime.launch.make_dispatcher`, imported on first use (see `_launch_function`)."""
+    global _make_dispatcher
+    if _make_dispatcher is None:
+        from .launch import make_dispatcher
+
+        _make_dispatcher = make_dispatcher
+    return _make_dispatcher
 
 
 def _launch_function() -> Callable[..., Any]:

@@ -7,14 +7,16 @@ the CPU interpreter. Compiled kernels are kept per kernel in
 `fn.device_caches[(target, device)]`, keyed by (specialization, what the
 options are made from: launch keywords, the kernel's debug flag, knob values).
 
-The path of a launch whose kernel is cached is kept lean: no dictionaries
-built beyond the binder's, knobs read through their fast path, the loaded
-kernel's plan called directly when no launch hooks are set.
+The path of a launch whose kernel is cached is kept lean: the kernel is found
+by the key binder's cheap argument key (the full specialization is computed
+only when that key is new), knobs are read through their fast path, and the
+loaded kernel's plan is called directly when no launch hooks are set.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sys
 import threading
@@ -32,7 +34,18 @@ from ..language.core import constexpr
 from . import cuda_driver
 from .cuda_driver import CudaDriver, DeviceAttribute
 from .launcher import current_device
-from .specialize import CONSTEXPR, DIVISIBLE, UnknownKeywordError, make_binder
+from .specialize import (
+    CONSTEXPR,
+    DIVISIBLE,
+    UnknownKeywordError,
+    argument_tuple,
+    generated_prefix,
+    key_namespace,
+    key_statements,
+    make_binder,
+    make_key_binder,
+    parameter_list,
+)
 
 if TYPE_CHECKING:
     from .jit import JITFunction
@@ -54,10 +67,12 @@ class _GPU:
     sites: dict[int, tuple[GPUTarget, int]] = field(default_factory=dict)
 
 
-def _device_getter(driver: CudaDriver) -> Callable[[], int]:
-    """`launcher.current_device`, through torch's raw accessor while torch has
+def _device_getter(driver: CudaDriver, settle: Callable[[Callable[[], int]], None]) -> Callable[[], int]:
+    """`launcher.current_device`, through torch's raw accessor once torch has
     initialised CUDA (which spares `torch.cuda.current_device`'s Python layer on
-    every launch) when torch is loaded already."""
+    every launch) when torch is loaded already. From the first call that finds
+    CUDA initialised, which it stays for the process, `settle(raw accessor)` is
+    called so that the caller can use the accessor alone."""
     torch = sys.modules.get("torch")
     raw = getattr(getattr(torch, "_C", None), "_cuda_getDevice", None)
     if raw is None:
@@ -65,7 +80,10 @@ def _device_getter(driver: CudaDriver) -> Callable[[], int]:
     is_initialized = torch.cuda.is_initialized
 
     def device() -> int:
-        return raw() if is_initialized() else current_device(driver)
+        if is_initialized():
+            settle(raw)
+            return raw()
+        return current_device(driver)
 
     return device
 
@@ -107,7 +125,9 @@ def _decide_gpu() -> _GPU | None:
                 if count < 1:
                     _gpu, _gpu_reason = None, "the CUDA driver sees no GPU"
                 else:
-                    _gpu, _gpu_reason = _GPU(driver, forced_arch, _device_getter(driver)), None
+                    gpu = _GPU(driver, forced_arch, int)
+                    gpu.current_device = _device_getter(driver, functools.partial(setattr, gpu, "current_device"))
+                    _gpu, _gpu_reason = gpu, None
         return _gpu
 
 
@@ -220,6 +240,11 @@ _launch_knobs = knobs.KnobReader((knobs.runtime, "interpret"), (knobs.compilatio
                                  (knobs.compilation, "debug"))
 
 
+# What the reader answers while no knob variable is set and no knob assigned (the same object each time).
+_launch_knobs_defaults = _launch_knobs.defaults
+_ENVIRON_TYPE = type(os.environ)
+
+
 def _options(key: tuple, extra: dict[str, Any], debug_default: Any) -> KernelOptions:
     """The KernelOptions of an options key (see `launch`); raises ValueError for bad values."""
     options = _options_memo.get(key)
@@ -247,10 +272,10 @@ def _grid_dims(grid: Any, kernel_name: str) -> tuple[Any, Any, Any]:
 def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup: bool) -> compiler.CompiledKernel:
     """Compile `fn` for these arguments if not cached and, unless `warmup`, run it
     over `grid`. Returns the CompiledKernel."""
-    binder = fn._binder
-    if binder is None:
-        binder = fn._binder = make_binder(fn)
-    bound, specialization, extra = binder(*args, **kwargs)
+    key_binder = fn._key_binder
+    if key_binder is None:
+        key_binder = fn._key_binder = make_key_binder(fn)
+    arguments_key, values, extra = key_binder(*args, **kwargs)
     stream = None
     if extra:
         stream = extra.pop("stream", None)
@@ -261,17 +286,16 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
         for hook in fn.pre_run_hooks:
             hook(*args, **kwargs)
 
-    interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = _launch_knobs()
+    knob_values = _launch_knobs()
+    interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = knob_values
     options_key = (tuple(sorted(extra.items())) if extra else (), fn.debug, fp_fusion_default, fp32_default,
                    debug_knob)
-    site = _site(interpret)
-    cache = fn.device_caches.for_site(site)
-    key = (specialization, options_key)
-    kernel = None if always_compile else cache.get(key)
+    cache = fn.device_caches.for_site(site := _site(interpret))
+    lookup_key = (arguments_key, options_key)
+    kernel = None if always_compile else cache.by_arguments.get(lookup_key)
     if kernel is None:
-        options = _options(options_key, extra, fn.debug)
-        kernel = compiler.compile(_source_for(fn, bound, specialization), target=site[0], options=options)
-        cache[key] = kernel
+        kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+        cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
     if warmup:
@@ -281,12 +305,194 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     if plan is None:
         kernel._init_handles()
         plan = kernel._plan
-    grid_x, grid_y, grid_z = _grid_dims(grid(bound) if callable(grid) else grid, fn.__name__)
+    if callable(grid):
+        grid = grid(dict(zip(fn.arg_names, values)))
+    grid_x, grid_y, grid_z = _grid_dims(grid, fn.__name__)
     if knobs.runtime.launch_enter_hook is None:
-        plan.launch(grid_x, grid_y, grid_z, stream, *bound.values())
+        plan.launch(grid_x, grid_y, grid_z, stream, *values)
+        if (not extra and not always_compile and not fn.pre_run_hooks and not fn.used_global_vals
+                and site[1] is not None and knob_values is _launch_knobs_defaults and not _launch_knobs.assigned):
+            # The dispatcher may launch these arguments from now on without this path.
+            entry = (_gpu, site[1], plan.launch, kernel)
+            caches = fn.device_caches
+            caches.ready[arguments_key] = entry
+            if not caches.hot and fn._dispatch is not None:
+                inline = _inline_launch(fn, arguments_key, entry)
+                if inline is not None:
+                    caches.hot.append(entry)
+                    fn._dispatch = make_dispatcher(fn, inline)
         return kernel
-    values = list(bound.values())
     metadata = kernel.launch_metadata((grid_x, grid_y, grid_z), stream, *values)
     kernel.run(grid_x, grid_y, grid_z, stream, kernel.function, kernel.packed_metadata, metadata,
                knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+    return kernel
+
+
+@dataclass(frozen=True)
+class _Inline:
+    """The code a dispatcher runs to launch one `ready` entry itself (see
+    `make_dispatcher`): `guards` (expressions true exactly when the arguments
+    have that entry's key, binding `{prefix}a<i>` to tensor addresses), `writes`
+    (statements filling the plan's storage) and the names they use."""
+
+    entry: tuple
+    guards: tuple[str, ...]
+    writes: tuple[str, ...]
+    names: dict[str, Any]
+
+
+def _inline_launch(fn: JITFunction, key: tuple, entry: tuple) -> _Inline | None:
+    """How a dispatcher can launch `entry` (a `ready` entry of argument key `key`)
+    itself, or None when the arguments are not all torch tensors, i32-range ints,
+    floats and int constexprs, when the plan launches through cuLaunchKernelEx or
+    converts a scalar, or when torch has not initialised CUDA (the stream is torch's)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    gpu, device, _, kernel = entry
+    plan = kernel._plan
+    parts = plan.inline_parts() if plan is not None else None
+    if parts is None:
+        return None
+    prefix = generated_prefix(fn)
+    p = prefix
+    names = {f"{p}{name}": value for name, value in parts.items() if name != "storage"}
+    names.update({f"{p}hot_entry": entry, f"{p}hot_gpu": gpu, f"{p}hot_kernel": kernel,
+                  f"{p}raw_stream": torch._C._cuda_getCurrentRawStream})
+    guards, writes = [], []
+    slot = 0
+    for index, (param, spec_param, part) in enumerate(zip(fn.params, plan.spec.parameters, key)):
+        name = param.name
+        if param.annotation_type:
+            return None
+        if param.is_constexpr or spec_param.is_constexpr:
+            if part == (CONSTEXPR, ("int", 1)) or type(part) is int:
+                guards.append(f"type({name}) is int and {name} == {1 if type(part) is not int else part}")
+                continue
+            return None
+        value = f"{name}"
+        if isinstance(part, torch.dtype) or (type(part) is tuple and len(part) == 2
+                                            and isinstance(part[0], torch.dtype)):
+            dtype = part if isinstance(part, torch.dtype) else part[0]
+            names[f"{p}dtype{index}"] = dtype
+            guards.append(f"type({name}) is {p}Tensor and {name}.dtype is {p}dtype{index} "
+                          f"and {name}.get_device() == {device}")
+            value = f"{p}a{index}"
+            if not param.do_not_specialize and not param.do_not_specialize_on_alignment:
+                aligned = isinstance(part, torch.dtype)
+                guards.append(f"{'not ' if aligned else ''}({value} := {name}.data_ptr()) & 15")
+            else:
+                guards.append(f"({value} := {name}.data_ptr()) >= 0")
+        elif part in (("i32", "D"), ("i32", ""), ("i32", None)):
+            # The conditions under which key_statements gives this part.
+            guards.append(f"type({name}) is int and -2147483648 <= {name} <= 2147483647")
+            if not param.do_not_specialize:
+                guards.append(f"{name} != 1")
+                if not param.do_not_specialize_on_alignment:
+                    guards.append(f"{'not ' if part[1] else ''}{name} & 15")
+        elif part == ("fp32", None):
+            guards.append(f"type({name}) is float")
+        else:
+            return None
+        if spec_param.type.startswith("*") != (value != name):
+            return None  # a pointer parameter given an int, or a tensor for a scalar: the general path says why
+        names[f"{p}v{slot}"] = parts["storage"][slot]
+        writes.append(f"{p}v{slot}.value = {value}")
+        slot += 1
+    return _Inline(entry, tuple(guards), tuple(writes), names)
+
+
+def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[..., Any]:
+    """`fn`'s `kernel[grid](...)` as one generated function `(grid, *args, **kwargs)`
+    with the kernel's own parameters. While nothing a launch reads is set (launch
+    options, knob variables or assignments, launch hooks) it computes the argument
+    key (`specialize.key_statements`) and, when `fn.device_caches.ready` holds a
+    launcher for it on the current GPU, runs that kernel's plan directly; with
+    `inline`, arguments of that entry's key over a 1-D grid are written into its
+    plan's storage and launched right here (while the entry is `hot`). Everything
+    else goes through `launch`. Returns what `launch` returns: the CompiledKernel."""
+    prefix = generated_prefix(fn)
+    p = prefix
+    namespace = key_namespace(fn, prefix)
+    environ = os.environ
+    namespace.update({
+        f"{p}fn": fn, f"{p}ready": fn.device_caches.ready, f"{p}hot": fn.device_caches.hot, f"{p}launch": launch,
+        f"{p}module": sys.modules[__name__], f"{p}os": os, f"{p}environ": environ,
+        f"{p}knob_keys": _launch_knobs.environ_keys, f"{p}assigned": _launch_knobs.assigned,
+        f"{p}runtime": knobs.runtime, f"{p}grid_dims": _grid_dims, f"{p}names": tuple(fn.arg_names),
+    })
+    if type(environ) is _ENVIRON_TYPE:
+        namespace[f"{p}environ_keys"] = environ._data.keys()
+        environ_check = f"{p}os.environ is {p}environ and {p}environ_keys.isdisjoint({p}knob_keys)"
+    else:
+        environ_check = "False"  # os.environ replaced by another mapping: knobs are read the general way
+    arguments = argument_tuple(fn)
+    general = f"return {p}launch({p}fn, ({arguments}), {p}options, grid={p}grid, warmup=False)"
+    keys = "".join(f"{prefix}k{index}, " for index in range(len(fn.params)))
+    lines = [
+        f"def {fn.__name__}({p}grid, {parameter_list(fn, namespace, prefix)}):",
+        f"    if {p}options or {p}assigned or not ({environ_check}) or {p}runtime.launch_enter_hook is not None:",
+        f"        {general}",
+    ]
+    if inline is not None:
+        namespace.update(inline.names)
+        device = inline.entry[1]
+        guards = [f"{p}hot", f"{p}hot[0] is {p}hot_entry", f"type({p}grid) is tuple", f"len({p}grid) == 1",
+                  f"type({p}gx := {p}grid[0]) is int", f"0 < {p}gx <= 2147483647", *inline.guards,
+                  f"{p}module._gpu is {p}hot_gpu", f"{p}hot_gpu.current_device() == {device}"]
+        lines += [
+            f"    if ({' and '.join(guards)}):",
+            f"        {p}stream = {p}raw_stream({device})",
+            f"        {p}acquire()",  # a with statement costs twice as much
+            "        try:",
+            *(f"            {write}" for write in inline.writes),
+            f"            {p}config.grid_x = {p}gx",
+            f"            {p}config.stream = {p}stream",
+            f"            {p}code = {p}call_ex({p}config_address, {p}function, {p}params, None)",
+            f"            if {p}code:",
+            f"                {p}failed({p}code, {p}gx, {p}stream)",
+            "        finally:",
+            f"            {p}release()",
+            f"        return {p}hot_kernel",
+        ]
+    lines += [
+        *(f"    {line}" for index, param in enumerate(fn.params)
+          for line in key_statements(param, f"{prefix}k{index}", prefix)),
+        f"    {p}entry = {p}ready.get(({keys}))",
+        f"    if {p}entry is None:",
+        f"        {general}",
+        f"    {p}gpu = {p}module._gpu",
+        f"    if {p}gpu is not {p}entry[0] or {p}gpu.current_device() != {p}entry[1]:",
+        f"        {general}",
+        f"    if type({p}grid) is tuple and len({p}grid) == 1 and type({p}grid[0]) is int:",
+        f"        {p}entry[2]({p}grid[0], 1, 1, None, {arguments})",
+        "    else:",
+        f"        if callable({p}grid):",
+        f"            {p}grid = {p}grid(dict(zip({p}names, ({arguments}))))",
+        f"        {p}entry[2](*{p}grid_dims({p}grid, {fn.__name__!r}), None, {arguments})",
+        f"    return {p}entry[3]",
+    ]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<dispatcher of {fn.__name__}>", "exec"), namespace)
+    dispatch = namespace[fn.__name__]
+    dispatch.__source__ = source
+    return dispatch
+
+
+def _specialized(fn: JITFunction, args: tuple, kwargs: dict[str, Any], cache: dict, target: GPUTarget,
+                 options_key: tuple, extra: dict[str, Any], always_compile: bool) -> compiler.CompiledKernel:
+    """The kernel for these arguments' full specialization: from `cache`, else
+    compiled (and added)."""
+    binder = fn._binder
+    if binder is None:
+        binder = fn._binder = make_binder(fn)
+    bound, specialization, _ = binder(*args, **kwargs)
+    key = (specialization, options_key)
+    kernel = None if always_compile else cache.get(key)
+    if kernel is None:
+        options = _options(options_key, extra, fn.debug)
+        kernel = compiler.compile(_source_for(fn, bound, specialization), target=target, options=options)
+        cache[key] = kernel
+    elif fn.used_global_vals:
+        fn.check_globals_unchanged()
     return kernel

@@ -22,6 +22,7 @@ has initialised CUDA, else the default stream 0.
 from __future__ import annotations
 
 import ctypes
+import functools
 import operator
 import struct
 import sys
@@ -182,9 +183,11 @@ def current_stream(device: int) -> int:
     return 0
 
 
-def _raw_stream_getter() -> Callable[[int], int]:
+def _raw_stream_getter(settle: Callable[[Callable[[int], int]], None]) -> Callable[[int], int]:
     """`current_stream`, through torch's raw-handle accessor when it has one, which
-    spares building a Stream object on every launch."""
+    spares building a Stream object on every launch. From the first call that
+    finds CUDA initialised by torch (it stays so for the process),
+    `settle(raw accessor)` is called so that the caller can use it alone."""
     torch = sys.modules.get("torch")
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if raw is None:
@@ -192,7 +195,10 @@ def _raw_stream_getter() -> Callable[[int], int]:
     is_initialized = torch.cuda.is_initialized
 
     def stream(device: int) -> int:
-        return raw(device) if is_initialized() else 0
+        if is_initialized():
+            settle(raw)
+            return raw(device)
+        return 0
 
     return stream
 
@@ -361,6 +367,9 @@ class LaunchPlan:
         self._call_arguments = (ctypes.c_void_p(self.function), ctypes.c_uint32(spec.block_size),
                                 ctypes.c_uint32(1), ctypes.c_uint32(spec.shared))
         self._stream_slot = ctypes.c_void_p()
+        # Held while the storage is written and the launch reads it (launches from several threads).
+        self.lock = threading.Lock()
+        self._inline_config: tuple[LaunchConfig, ctypes.c_void_p, Any] | None = None
         self._launch_call = driver.raw_function("cuLaunchKernel")
         self._config = self._extended_launch_config()
         self._config_address = None if self._config is None else ctypes.c_void_p(ctypes.addressof(self._config))
@@ -430,8 +439,10 @@ class LaunchPlan:
         # parameter name, so a kernel parameter can never shadow one of them.
         underscores = 1 + max((len(n) - len(n.lstrip("_")) for n in [*names, spec.name]), default=0)
         prefix = "_" * underscores + "L"
-        namespace: dict[str, Any] = {
-            f"{prefix}lock": threading.Lock(),
+        namespace: dict[str, Any] = {}
+        namespace.update({
+            f"{prefix}acquire": self.lock.acquire,
+            f"{prefix}release": self.lock.release,
             f"{prefix}launch": self._launch_call,
             f"{prefix}function": self._call_arguments[0],
             f"{prefix}block": self._call_arguments[1],
@@ -440,7 +451,7 @@ class LaunchPlan:
             f"{prefix}stream_slot": self._stream_slot,
             f"{prefix}params": self.parameters,
             f"{prefix}device": self.device,
-            f"{prefix}stream_of": _raw_stream_getter(),
+            f"{prefix}stream_of": _raw_stream_getter(functools.partial(namespace.__setitem__, f"{prefix}stream_of")),
             f"{prefix}grid_ok": lambda x, y, z: check_grid(spec.name, x, y, z),
             f"{prefix}Tensor": getattr(sys.modules.get("torch"), "Tensor", _NoTensorType),
             f"{prefix}pointer": self._pointer,
@@ -449,7 +460,7 @@ class LaunchPlan:
             f"{prefix}launch_ex": self._launch_with_attributes,
             f"{prefix}failed": self._launch_failed,
             f"{prefix}ArgumentError": ctypes.ArgumentError,
-        }
+        })
         for name, value in converters.items():
             namespace[prefix + name] = value
         body = []
@@ -476,7 +487,9 @@ class LaunchPlan:
             "            return",
             f"    if {prefix}stream is None:",
             f"        {prefix}stream = {prefix}stream_of({prefix}device)",
-            f"    with {prefix}lock:",
+            # acquire/release in a try costs half of a with statement.
+            f"    {prefix}acquire()",
+            "    try:",
             "        try:",
             *(f"            {line}" for line in body),
             f"        except Exception as {prefix}error:",
@@ -484,12 +497,46 @@ class LaunchPlan:
             *call,
             f"        if {prefix}code:",
             f"            {prefix}failed({prefix}code, {grid})",
+            "    finally:",
+            f"        {prefix}release()",
         ]
         source = "\n".join(lines) + "\n"
         exec(compile(source, f"<launcher of {spec.name}>", "exec"), namespace)
         launch = namespace[_identifier(spec.name)]
         launch.__source__ = source
         return launch
+
+    def inline_parts(self) -> dict[str, Any] | None:
+        """What code that launches this plan itself, without `launch`, uses (for the
+        dispatcher of `runtime.launch`): `acquire`/`release` (the plan's lock, held
+        while the storage is written and launched from), `storage` (one ctypes value
+        per run-time parameter), `params` (their addresses), `config` (a
+        `LaunchConfig` whose `grid_x` and `stream` the caller sets) at
+        `config_address`, `call_ex` (cuLaunchKernelEx without argument types: four
+        arguments convert faster than cuLaunchKernel's eleven), `function`, and
+        `failed(code, grid_x, stream)`, which raises for a launch that returned
+        `code`. None when the plan launches with attributes (clusters and the like),
+        passes some parameter as a converted value (fp16/bf16 scalars), or the
+        driver has no cuLaunchKernelEx."""
+        if self._config is not None or any(p.type in _HALF_TYPES for p in self.spec.runtime_parameters):
+            return None
+        if self._inline_config is None:
+            try:
+                call_ex = self.driver.raw_function("cuLaunchKernelEx")
+            except TritonError:  # a driver without it
+                return None
+            config = launch_config((1, 1, 1), (self.spec.block_size, 1, 1), self.spec.shared, 0)
+            self._inline_config = (config, ctypes.c_void_p(ctypes.addressof(config)), call_ex)
+        config, address, call_ex = self._inline_config
+        return {"acquire": self.lock.acquire, "release": self.lock.release, "storage": self.storage,
+                "params": self.parameters, "config": config, "config_address": address, "call_ex": call_ex,
+                "function": self._call_arguments[0], "failed": self._inline_failed}
+
+    def _inline_failed(self, code: int, grid_x: int, stream: int) -> None:
+        """An inline launch (see `inline_parts`) over (grid_x, 1, 1) on `stream`
+        returned `code`: retried or reported as the plan's own launches are."""
+        self._stream_slot.value = stream
+        self._launch_failed(code, grid_x, 1, 1, "cuLaunchKernelEx")
 
     def _pointer(self, value: Any, slot: int) -> int:
         return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver)
@@ -524,14 +571,16 @@ class LaunchPlan:
         return self._launch_call(function, operator.index(grid_x), operator.index(grid_y), operator.index(grid_z),
                                  block, one, one, shared, self._stream_slot, self.parameters, None)
 
-    def _launch_failed(self, code: int, grid_x: int, grid_y: int, grid_z: int) -> None:
-        """A launch returned `code`: retry once with the device's context made current
-        when no context or another one was current on this thread; else raise."""
+    def _launch_failed(self, code: int, grid_x: int, grid_y: int, grid_z: int, call: str | None = None) -> None:
+        """A launch (through `call`; by default the one this plan makes) returned
+        `code`: retry once with the device's context made current when no context or
+        another one was current on this thread; else raise."""
         spec = self.spec
         if code in _CONTEXT_ERRORS:
             self.driver.context_set_current(self.context)
             code = self._launch_converted(grid_x, grid_y, grid_z)
-        self.driver.check("cuLaunchKernel" if self._config is None else "cuLaunchKernelEx", code,
+        call = call or ("cuLaunchKernel" if self._config is None else "cuLaunchKernelEx")
+        self.driver.check(call, code,
                           f"kernel {spec.name}: grid ({grid_x}, {grid_y}, {grid_z}), {spec.block_size} threads "
                           f"per block, {spec.shared} bytes of shared memory, on cuda:{self.device}")
 

@@ -21,10 +21,14 @@ at: do_not_specialize, or a type that is never specialised).
 `make_binder(fn)` generates, once per kernel, a Python function with the
 kernel's own parameter list that binds `*args, **kwargs` (defaults applied)
 and computes every argument's specialization without `inspect`.
+`make_key_binder(fn)` generates its cheap companion for launches of kernels
+already compiled: a lookup key that determines the specialization, from a few
+operations per torch tensor, int or float argument.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -201,3 +205,116 @@ def make_binder(fn: JITFunction) -> Binder:
               f"_launch_options\n")
     exec(compile(source, f"<binder of {fn.__name__}>", "exec"), namespace)
     return namespace[fn.__name__]
+
+
+KeyBinder = Callable[..., "tuple[tuple, tuple, dict[str, Any]]"]
+
+
+class _NoTensorType:
+    """Stands for torch.Tensor while torch is not loaded: no argument has this type."""
+
+
+# What `specialize_value` gives for the common scalars, shared by the key code so
+# that its keys for them are the specializations themselves.
+_ONE = (CONSTEXPR, constexpr_key(1))
+_I32_DIVISIBLE, _I32, _I32_UNSPECIALIZED, _FP32 = ("i32", DIVISIBLE), ("i32", ""), ("i32", None), ("fp32", None)
+
+
+def generated_prefix(fn: JITFunction) -> str:
+    """A prefix for the names generated code owns beside `fn`'s parameters: more
+    leading underscores than any parameter name has, so none can shadow them."""
+    names = [param.name for param in fn.params]
+    return "_" * (1 + max((len(n) - len(n.lstrip("_")) for n in names), default=0))
+
+
+def make_key_binder(fn: JITFunction) -> KeyBinder:
+    """A function with `fn`'s parameter list (the same binding and the same errors
+    for a wrong argument count as `make_binder`'s) returning `(key, values, options)`:
+    a hashable key, every parameter's value in order (defaults applied), and the
+    remaining keywords (launch options).
+
+    Two calls with equal keys have equal `make_binder` specializations, so the key
+    can stand for the specialization in a cache of compiled kernels. It costs a few
+    operations for a torch tensor (dtype and 16-byte alignment), a Python int in
+    the i32 range and a float; any other value is specialised by `specialize_value`
+    (whose errors name the parameter). A tensor of a dtype no kernel can take still
+    gets a key: such keys are never in a cache, since `make_binder` refuses them."""
+    prefix = generated_prefix(fn)
+    namespace = key_namespace(fn, prefix)
+    body = [f"    {line}" for index, param in enumerate(fn.params)
+            for line in key_statements(param, f"{prefix}k{index}", prefix)]
+    keys = "".join(f"{prefix}k{index}, " for index in range(len(fn.params)))
+    source = "\n".join([f"def {fn.__name__}({parameter_list(fn, namespace, prefix)}):", *body,
+                        f"    return ({keys}), ({argument_tuple(fn)}), {prefix}options"]) + "\n"
+    exec(compile(source, f"<key binder of {fn.__name__}>", "exec"), namespace)
+    return namespace[fn.__name__]
+
+
+def parameter_list(fn: JITFunction, namespace: dict[str, Any], prefix: str) -> str:
+    """`fn`'s parameters as generated code declares them (defaults from
+    `namespace`, added there), then `**{prefix}options` for the other keywords."""
+    parameters = []
+    for param in fn.params:
+        if param.has_default:
+            namespace[f"{prefix}default_{param.name}"] = param.default
+            parameters.append(f"{param.name}={prefix}default_{param.name}")
+        else:
+            parameters.append(param.name)
+    return ", ".join([*parameters, f"**{prefix}options"])
+
+
+def argument_tuple(fn: JITFunction) -> str:
+    """The tuple of `fn`'s parameters, as generated code writes it."""
+    return "".join(f"{param.name}, " for param in fn.params)
+
+
+def key_namespace(fn: JITFunction, prefix: str) -> dict[str, Any]:
+    """The names (after `prefix`) the statements of `key_statements` use, for `fn`."""
+    torch = sys.modules.get("torch")
+    namespace: dict[str, Any] = {}
+
+    def checked(*arguments: Any) -> tuple[str, Any]:
+        # Other values are rare on this path; torch imported after the key code was made is noticed here.
+        if namespace[f"{prefix}Tensor"] is _NoTensorType and "torch" in sys.modules:
+            namespace[f"{prefix}Tensor"] = sys.modules["torch"].Tensor
+        return _checked(*arguments)
+
+    names = {"specialize": specialize_value, "annotated": specialize_annotated, "checked": checked,
+             "constexpr_key": constexpr_key, "fn_name": fn.__name__,
+             "Tensor": getattr(torch, "Tensor", _NoTensorType),
+             "ONE": _ONE, "I32D": _I32_DIVISIBLE, "I32": _I32, "I32N": _I32_UNSPECIALIZED, "FP32": _FP32}
+    namespace.update({prefix + name: value for name, value in names.items()})
+    return namespace
+
+
+def key_statements(param: Any, key: str, prefix: str) -> list[str]:
+    """The generated statements (names from `key_namespace`) setting the variable
+    `key` to parameter `param`'s part of the argument key (see `make_key_binder`)."""
+    name, p = param.name, prefix
+    specialize = not param.do_not_specialize
+    align = not param.do_not_specialize_on_alignment
+    if param.is_constexpr:
+        # An int stands for itself; anything else is its constexpr_key, a tuple.
+        return [f"{key} = {name} if type({name}) is int else {p}constexpr_key({name})"]
+    if param.annotation_type:
+        return [f"{key} = {p}checked({p}fn_name, {name!r}, {p}annotated, {name}, {param.annotation_type!r}, "
+                f"{specialize}, {align})"]
+    # The tensor's dtype (with its alignment): never equal to a specialization, which is
+    # a tuple of strings. Ints and floats get their specialization itself.
+    if specialize and align:
+        tensor = f"{name}.dtype if not {name}.data_ptr() & 15 else ({name}.dtype, 0)"
+        small_int = f"{p}ONE if {name} == 1 else {p}I32D if not {name} & 15 else {p}I32"
+    else:
+        tensor = f"{name}.dtype"
+        small_int = f"{p}ONE if {name} == 1 else {p}I32" if specialize else f"{p}I32N"
+    return [
+        f"if isinstance({name}, {p}Tensor):",
+        f"    {key} = {tensor}",
+        f"elif type({name}) is int and -2147483648 <= {name} <= 2147483647:",
+        f"    {key} = {small_int}",
+        f"elif type({name}) is float:",
+        f"    {key} = {p}FP32",
+        "else:",
+        f"    {key} = {p}checked({p}fn_name, {name!r}, {p}specialize, {name}, {param.is_const}, {specialize}, "
+        f"{align})",
+    ]

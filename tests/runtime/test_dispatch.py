@@ -1,0 +1,132 @@
+"""`kernel[grid](...)` through the kernel's generated dispatcher
+(`runtime.launch.make_dispatcher`) on a simulated GPU: after a first launch of
+some arguments through the general path, launches of arguments with the same
+key go straight to the plan, and those of the first such key are launched by
+the dispatcher itself (cuLaunchKernelEx); anything that changes what a launch
+means (other arguments, launch options, knob variables, a changed kernel
+cache, another GPU decision) goes the general way again.
+
+torch has no CUDA here, so the tensors are CPU tensors on a simulated device
+-1 that torch reports as initialised, with a fixed current stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tests.runtime.test_gpu_path import SimulatedGPU, decode
+from tritone import knobs
+from tritone.compiler import compiler as compiler_module
+from tritone.runtime import cuda_driver, gpu_compile, launch, launcher
+
+STREAM = 0x5EA
+
+
+@triton.jit
+def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, alpha * x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@pytest.fixture
+def gpu(monkeypatch, tmp_path) -> SimulatedGPU:
+    for group, name in [(knobs.runtime, "interpret"), (knobs.compilation, "always_compile"),
+                        (knobs.nvidia, "target"), (knobs.cache, "dir")]:
+        delattr(group, name)
+    for variable in ("TRITON_INTERPRET", "TRITONE_INTERPRET", "TRITONE_TARGET", "TRITON_ALWAYS_COMPILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    simulated = SimulatedGPU()
+    monkeypatch.setattr(cuda_driver, "_driver", simulated.driver)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: STREAM, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: -1, raising=False)
+    monkeypatch.setattr(launcher, "current_device", lambda driver=None: -1)
+    launch.reset_active_target()
+    gpu_compile._driver_version.cache_clear()
+    axpy.device_caches.clear()
+    axpy._dispatch = None
+    yield simulated
+    launch.reset_active_target()
+    gpu_compile._driver_version.cache_clear()
+    axpy.device_caches.clear()
+    axpy._dispatch = None
+
+
+def _compiles(monkeypatch) -> list:
+    compiled = []
+    real = compiler_module.compile
+    monkeypatch.setattr(compiler_module, "compile", lambda *a, **k: compiled.append(1) or real(*a, **k))
+    return compiled
+
+
+def test_repeated_launches_are_made_by_the_dispatcher(gpu, monkeypatch):
+    compiled = _compiles(monkeypatch)
+    rng = np.random.default_rng()
+    n = int(rng.integers(1, 200)) * 16
+    grid = (triton.cdiv(n, 64),)
+    first = axpy[grid](torch.rand(n), torch.rand(n), torch.empty(n), n, 2.5, BLOCK=64)
+    assert gpu.launches[-1]["call"] == "cuLaunchKernel" and compiled == [1]
+    for _ in range(3):
+        x, y, out = torch.rand(n), torch.rand(n), torch.empty(n)
+        m = int(rng.integers(1, 1000)) * 16
+        alpha = float(rng.standard_normal())
+        assert axpy[grid](x, y, out, m, alpha, BLOCK=64) is first
+        record = gpu.launches[-1]
+        assert record["call"] == "cuLaunchKernelEx" and record["grid"] == (grid[0], 1, 1)
+        assert record["stream"] == STREAM and record["block"] == (128, 1, 1)
+        assert decode(record["arguments"], "QQQif") == [x.data_ptr(), y.data_ptr(), out.data_ptr(), m,
+                                                          pytest.approx(alpha, rel=1e-6)]
+    assert compiled == [1]
+    # Another grid object and a callable grid: the same kernel, launched from the plan.
+    axpy[(3,)](x, y, out, n, 1.0, BLOCK=64)
+    axpy[lambda meta: (meta["n"] // meta["BLOCK"],)](x, y, out, 128, 1.0, BLOCK=64)
+    assert gpu.launches[-1]["grid"] == (2, 1, 1) and compiled == [1]
+
+
+def test_other_arguments_options_and_knobs_take_the_general_path(gpu, monkeypatch):
+    compiled = _compiles(monkeypatch)
+    x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    assert gpu.launches[-1]["call"] == "cuLaunchKernelEx" and compiled == [1]
+    axpy[(1,)](torch.rand(65)[1:], y, out, 64, 2.0, BLOCK=64)  # unaligned: another specialization
+    axpy[(1,)](x, y, out, 60, 2.0, BLOCK=64)                   # n not a multiple of 16
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=32)                   # another constexpr
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64, num_warps=2)      # a launch option
+    axpy[(1,)](x.double(), y.double(), out.double(), 64, 2.0, BLOCK=64)
+    assert compiled == [1] * 6
+    assert gpu.launches[-1]["call"] == "cuLaunchKernel"
+    # A knob variable set: the general path reads it (here: the interpreter runs the kernel).
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    before = len(gpu.launches)
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    torch.testing.assert_close(out, 2.0 * x + y)
+    assert len(gpu.launches) == before
+    monkeypatch.delenv("TRITON_INTERPRET")
+    # The interpreter's kernel joined the cache, which forgot what the dispatcher
+    # launched: one launch through the general path, then the dispatcher's own again.
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    assert gpu.launches[-1]["call"] == "cuLaunchKernel"
+    axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    assert gpu.launches[-1]["call"] == "cuLaunchKernelEx" and len(compiled) == 7
+
+
+def test_a_changed_cache_or_gpu_decision_is_not_launched_from(gpu, monkeypatch):
+    compiled = _compiles(monkeypatch)
+    x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
+    first = axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is first
+    kernels = next(iter(axpy.device_caches.values()))
+    kernels.pop(next(iter(kernels)))
+    second = axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
+    assert second is not first and compiled == [1, 1]
+    assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is second
+    launch.reset_active_target()
+    assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is second  # the same site and kernel, found again
+    assert gpu.launches[-1]["call"] == "cuLaunchKernel" and compiled == [1, 1]
