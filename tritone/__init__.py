@@ -11,9 +11,10 @@ and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
 __version__ = "3.6.0"
 __tritone_version__ = "0.1.0"
 
-from . import knobs, language, testing
+from . import backends, knobs, language, testing, tools
 from .compiler import compile
 from .errors import CompilationError, InterpreterError, OutOfResources, TritonError
+from .runtime._allocation import set_allocator
 from .runtime.autotuner import Config, autotune, heuristics
 from .runtime.jit import (
     JITFunction,
@@ -51,6 +52,7 @@ __all__ = [
     "TensorWrapper",
     "TritonError",
     "autotune",
+    "backends",
     "cdiv",
     "compile",
     "constexpr_function",
@@ -60,5 +62,7 @@ __all__ = [
     "language",
     "next_power_of_2",
     "reinterpret",
+    "set_allocator",
     "testing",
+    "tools",
 ]

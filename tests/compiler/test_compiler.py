@@ -126,4 +126,6 @@ def test_source_errors(interpreter):
     with pytest.raises(TypeError, match="'in_ptr1' is missing from the signature"):
         triton.compile(partial)
     with pytest.raises(TypeError, match="ASTSource"):
-        triton.compile("kernel.ttir")
+        triton.compile(42)
+    with pytest.raises(FileNotFoundError):
+        triton.compile("no such kernel.ttir")

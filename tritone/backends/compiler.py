@@ -1,5 +1,7 @@
 """What a compilation is for: the target (`GPUTarget`) and the options
-(`KernelOptions`). Both are frozen values, hashed into cache keys.
+(`KernelOptions`), both frozen values hashed into cache keys; and the backend
+objects Triton's API hands out (`make_backend(target)`, `tritone.backends.backends`),
+which turn option dicts into `KernelOptions` for a target.
 
 There is deliberately no `AttrsDescriptor` here: without it TorchInductor
 passes specialization attributes as plain dicts `{(i,): [["tt.divisibility", 16]]}`.
@@ -25,29 +27,65 @@ class GPUTarget:
 
 INTERPRETER_TARGET = GPUTarget("interpreter", 0, 32)
 
-_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+# The fp8 formats the CUDA backend holds and converts on every architecture it
+# targets (fp8e4b15 only reaches the GPU as fp16: `tl.dot` widens it first).
+SUPPORTED_FP8_DTYPES = ("fp8e4nv", "fp8e5")
 
 
 @dataclass(frozen=True)
 class KernelOptions:
     """The options a kernel is compiled with; every field may be given as a
-    launch keyword (`kernel[grid](..., num_warps=8)`) or in `compile(options=)`."""
+    launch keyword (`kernel[grid](..., num_warps=8)`) or in `compile(options=)`.
+
+    The field names are those of Triton's `CUDAOptions`, so every option Triton
+    accepts is accepted. Some are kept without changing what tritone generates:
+    `ptx_version`, `ptx_options` (NVRTC compiles C++, not PTX with ptxas
+    options), `ir_override`, `enable_reflect_ftz` (libdevice is linked by NVRTC),
+    `extern_libs` (kept as a tuple of (name, path) pairs; libdevice is NVRTC's),
+    `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
+    reported to callers such as TorchInductor), `backend_name`, `arch` (the
+    target decides), `instrumentation_mode`. `warp_size` must be 32.
+    `allowed_dot_input_precisions` limits what `tl.dot(input_precision=...)`
+    accepts."""
 
     num_warps: int = 4
     num_ctas: int = 1
     num_stages: int = 3
+    warp_size: int = 32
     maxnreg: int | None = None
+    ptx_version: int | None = None
+    ptx_options: str | None = None
+    ir_override: str | None = None
     enable_fp_fusion: bool = True
+    enable_reflect_ftz: bool = True
     launch_pdl: bool = False
     launch_cooperative_grid: bool = False
-    debug: bool = False
-    sanitize_overflow: bool = True
+    supported_fp8_dtypes: tuple[str, ...] = SUPPORTED_FP8_DTYPES
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "tf32"
+    allowed_dot_input_precisions: tuple[str, ...] = DOT_INPUT_PRECISIONS
     max_num_imprecise_acc_default: int = 0
+    extern_libs: tuple[tuple[str, str], ...] = ()
+    debug: bool = False
+    backend_name: str = "cuda"
+    sanitize_overflow: bool = True
+    arch: str | None = None
+    instrumentation_mode: str = ""
 
     FIELD_NAMES: ClassVar[frozenset[str]]  # set below, once the fields exist
 
     def __post_init__(self):
+        # Triton passes `extern_libs` as a dict; lists arrive from JSON. Kept hashable.
+        libs = self.extern_libs.items() if isinstance(self.extern_libs, dict) else self.extern_libs
+        object.__setattr__(self, "extern_libs", tuple((str(k), str(v)) for k, v in libs))
+        for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.warp_size != 32:
+            raise ValueError(f"warp_size must be 32 (NVIDIA warps), got {self.warp_size!r}")
+        unknown = [p for p in self.allowed_dot_input_precisions if p not in DOT_INPUT_PRECISIONS]
+        if unknown:
+            raise ValueError(f"allowed_dot_input_precisions must be among {DOT_INPUT_PRECISIONS}, got {unknown}")
         warps = self.num_warps
         if not isinstance(warps, int) or warps < 1 or warps & (warps - 1):
             raise ValueError(f"num_warps must be a power of 2, got {warps!r}")
@@ -55,8 +93,8 @@ class KernelOptions:
             raise ValueError(f"num_ctas must be a positive integer, got {self.num_ctas!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 0:
             raise ValueError(f"num_stages must be a non-negative integer, got {self.num_stages!r}")
-        if self.default_dot_input_precision not in _DOT_PRECISIONS:
-            raise ValueError(f"default_dot_input_precision must be one of {_DOT_PRECISIONS}, "
+        if self.default_dot_input_precision not in DOT_INPUT_PRECISIONS:
+            raise ValueError(f"default_dot_input_precision must be one of {DOT_INPUT_PRECISIONS}, "
                              f"got {self.default_dot_input_precision!r}")
 
     @classmethod
@@ -83,3 +121,86 @@ class KernelOptions:
 
 # The launch keywords that are compile options.
 KernelOptions.FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(KernelOptions))
+
+
+class BaseBackend:
+    """A compilation backend as Triton's API exposes it (`make_backend(target)`):
+    it knows its `target` and turns an option dict into the `KernelOptions`
+    compiled with (`parse_options`). tritone's compiler itself is
+    `tritone.compiler.compile`; the backend objects exist for callers of
+    Triton's API, TorchInductor among them."""
+
+    binary_ext = "ttir"
+
+    def __init__(self, target: GPUTarget):
+        if not self.supports_target(target):
+            raise ValueError(f"{type(self).__name__} does not compile for {target}")
+        self.target = target
+
+    @staticmethod
+    def supports_target(target: GPUTarget) -> bool:
+        raise NotImplementedError
+
+    def option_defaults(self) -> dict[str, Any]:
+        """Options that depend on the target, used where the caller gives none."""
+        return {}
+
+    def parse_options(self, options: dict[str, Any]) -> KernelOptions:
+        """The `KernelOptions` for `options` (names of `KernelOptions`; others and
+        None values are ignored, as Triton's backends ignore them), with the
+        target's defaults and the knobs' (`TRITON_DEFAULT_FP_FUSION`,
+        `TRITON_F32_DEFAULT`, `TRITON_DEBUG`) where `options` gives none."""
+        given = {key: value for key, value in options.items() if value is not None}
+        return KernelOptions.from_dict({**self.option_defaults(), **given})
+
+    def hash(self) -> str:
+        """A digest of what the backend compiles for (part of Triton's cache keys)."""
+        return hashlib.sha256(f"{type(self).__name__}-{self.target!r}".encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.target!r})"
+
+
+class CUDABackend(BaseBackend):
+    """NVIDIA GPUs: `GPUTarget("cuda", capability, 32)`."""
+
+    binary_ext = "cubin"
+
+    @staticmethod
+    def supports_target(target: GPUTarget) -> bool:
+        return target.backend == "cuda"
+
+    def option_defaults(self) -> dict[str, Any]:
+        capability = int(self.target.arch)
+        return {
+            "arch": f"sm{capability}",
+            # Triton widens fp8e4b15 dot operands on Hopper and warns that it will stop.
+            "deprecated_fp8_dot_operand_dtypes": ("fp8e4b15",) if capability >= 90 else (),
+            # Hopper's fp8 wgmma accumulates with fewer bits unless told otherwise, as in Triton.
+            "max_num_imprecise_acc_default": 2**30 if capability == 90 else 0,
+        }
+
+
+class InterpreterBackend(BaseBackend):
+    """tritone's CPU interpreter: `GPUTarget("interpreter", 0, 32)`, where kernels
+    run when no GPU is usable or TRITON_INTERPRET is set."""
+
+    @staticmethod
+    def supports_target(target: GPUTarget) -> bool:
+        return target.backend == INTERPRETER_TARGET.backend
+
+    def option_defaults(self) -> dict[str, Any]:
+        # numpy rounds to every fp8 format, fp8e4b15 included.
+        return {"backend_name": INTERPRETER_TARGET.backend,
+                "supported_fp8_dtypes": ("fp8e4b15", "fp8e4b8", "fp8e4nv", "fp8e5", "fp8e5b16")}
+
+
+BACKEND_CLASSES: tuple[type[BaseBackend], ...] = (CUDABackend, InterpreterBackend)
+
+
+def make_backend(target: GPUTarget) -> BaseBackend:
+    """The backend compiling for `target`; RuntimeError when none does."""
+    for backend_class in BACKEND_CLASSES:
+        if backend_class.supports_target(target):
+            return backend_class(target)
+    raise RuntimeError(f"no tritone backend compiles for {target}")

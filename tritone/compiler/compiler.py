@@ -6,15 +6,24 @@ a CUDA target `runtime.gpu_compile` (the CUDA backend, NVRTC and the disk
 cache, which skips everything on a hit). A kernel compiled for the interpreter
 target holds its IR and runs on the CPU; one compiled for CUDA holds the
 generated CUDA, PTX and cubin and launches through `runtime.launcher`.
+
+`compile` also takes an IR file (`IRSource`, or its path): the text of a
+kernel's optimised IR (`asm["ttir"]`, or a `TRITONE_DUMP_IR` dump), which goes
+straight to the backend.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import namedtuple
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, KernelOptions
+from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
 from ..errors import TritonError
 
 if TYPE_CHECKING:
@@ -90,6 +99,109 @@ class ASTSource:
         return signature, constexprs, divisible
 
 
+@dataclass(frozen=True)
+class IRFunction:
+    """What the runtime reads of the function of a source (`src.fn`) for a kernel
+    that comes from an IR file: its parameter names, and no launch-metadata
+    hook or debug flag of its own."""
+
+    name: str
+    arg_names: tuple[str, ...]
+    launch_metadata: None = None
+    debug: bool = False
+
+
+class IRSource:
+    """A kernel given as the text of its optimised IR (the printer's form,
+    `docs/IR.md`): `IRSource("kernel.ttir")`. The entry function is the
+    kernel; every argument is passed at run time, typed as the IR types it
+    (`signature` maps argument names to `*fp32`, `i32`...; argument names
+    are the IR's value names, `arg<i>` where it has none). Module attributes
+    that are compile options (`num_warps`, ...) are the options it is
+    compiled with (`parse_options`)."""
+
+    def __init__(self, path: str | os.PathLike):
+        from ..ir.parser import parse_module
+        from ..ir.types import type_text
+        from ..ir.verifier import verify
+
+        self.path = str(path)
+        self.ext = Path(path).suffix[1:]
+        self.src = Path(path).read_text(encoding="utf-8")
+        self.module = parse_module(self.src)
+        verify(self.module)
+        kernel = self.module.kernel
+        self.name = kernel.name
+        arg_names = tuple(arg.name_hint or f"arg{i}" for i, arg in enumerate(kernel.args))
+        self.fn = IRFunction(self.name, arg_names)
+        self.signature = {name: type_text(arg.type) for name, arg in zip(arg_names, kernel.args)}
+
+    def hash(self) -> str:
+        """Digest of the IR text."""
+        return hashlib.sha256(self.src.encode("utf-8")).hexdigest()
+
+    def runtime_parameters(self) -> list[str]:
+        """Names of the kernel's arguments, all passed at run time."""
+        return list(self.fn.arg_names)
+
+    def parse_options(self) -> dict[str, Any]:
+        """The compile options the IR's module attributes record."""
+        return {key: value for key, value in self.module.attrs.items() if key in KernelOptions.FIELD_NAMES}
+
+    def make_ir(self) -> Module:
+        """A fresh copy of the module (backends rewrite the module they lower)."""
+        from ..ir.parser import parse_module
+
+        return parse_module(self.src)
+
+
+class LazyDict(Mapping):
+    """The metadata launch hooks receive: `data` plus entries that functions added
+    with `add(func, args)` compute the first time the metadata is read (a
+    kernel's `launch_metadata` hook runs only when a launch hook looks).
+    `get()` with no key returns the whole dict, as Triton's hooks call it;
+    `metadata["name"]` and `metadata.get("name")` work as on a dict."""
+
+    _WHOLE = object()
+
+    def __init__(self, data: Mapping[str, Any]):
+        self.data = dict(data)
+        self.extras: list[tuple[Callable[..., Mapping[str, Any]], tuple]] = []
+
+    def add(self, func: Callable[..., Mapping[str, Any]], args: tuple) -> None:
+        self.extras.append((func, tuple(args)))
+
+    def get(self, key: Any = _WHOLE, default: Any = None) -> Any:
+        for func, args in self.extras:
+            self.data = self.data | dict(func(*args))
+        self.extras.clear()
+        if key is LazyDict._WHOLE:
+            return self.data
+        return self.data.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.get())
+
+    def __len__(self) -> int:
+        return len(self.get())
+
+    def __repr__(self) -> str:
+        return f"LazyDict({self.data!r}, {len(self.extras)} pending)"
+
+
+def get_cache_key(src: ASTSource | IRSource, backend: BaseBackend, backend_options: KernelOptions,
+                  env_vars: Mapping[str, str]) -> str:
+    """Triton's cache key of a compilation: tritone's own digest, the source's,
+    the backend's, the options' and the environment variables that matter."""
+    from ..runtime.cache import triton_key
+
+    return (f"{triton_key()}-{src.hash()}-{backend.hash()}-{backend_options.hash()}-"
+            f"{sorted(env_vars.items())}")
+
+
 def _index_path(fn: JITFunction, key) -> tuple[int, ...]:
     if isinstance(key, str):
         if key not in fn.arg_names:
@@ -113,7 +225,7 @@ class CompiledKernel:
     exit_hook, *args)` takes every parameter in order, constexprs included
     (skipped)."""
 
-    def __init__(self, src: ASTSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
+    def __init__(self, src: ASTSource | IRSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
                  asm: dict[str, Any], metadata: dict[str, Any], ir_module: Module | None = None):
         from .. import __tritone_version__, __version__
 
@@ -143,13 +255,13 @@ class CompiledKernel:
         self.n_regs = self.n_spills = self.n_max_threads = None
 
     @classmethod
-    def for_interpreter(cls, src: ASTSource, ir_module: Module, options: KernelOptions, target: GPUTarget,
+    def for_interpreter(cls, src: ASTSource | IRSource, ir_module: Module, options: KernelOptions, target: GPUTarget,
                         kernel_hash: str) -> CompiledKernel:
         """A kernel that runs `ir_module` in the CPU interpreter."""
         return cls(src, options, target, kernel_hash, {"ttir": _print(ir_module)}, {}, ir_module)
 
     @classmethod
-    def from_binary(cls, src: ASTSource, options: KernelOptions, binary: GPUBinary) -> CompiledKernel:
+    def from_binary(cls, src: ASTSource | IRSource, options: KernelOptions, binary: GPUBinary) -> CompiledKernel:
         """A kernel of a GPU compilation (`runtime.gpu_compile`)."""
         return cls(src, options, binary.metadata["target"], binary.hash, dict(binary.asm), dict(binary.metadata))
 
@@ -183,16 +295,18 @@ class CompiledKernel:
         self.n_regs, self.n_spills, self.n_max_threads = plan.n_regs, int(plan.n_spills), plan.n_max_threads
         self._plan = plan
 
-    def launch_metadata(self, grid, stream, *args) -> dict | None:
-        """What the launch hooks receive, or None when no enter hook is set."""
+    def launch_metadata(self, grid, stream, *args) -> LazyDict | None:
+        """What the launch hooks receive (`name`, `function`, `grid`, `stream`, and
+        what the kernel's `launch_metadata` hook adds when read), or None when no
+        enter hook is set."""
         from .. import knobs
 
         if knobs.runtime.launch_enter_hook is None:
             return None
-        metadata = {"name": self.name, "grid": grid, "stream": stream}
+        metadata = LazyDict({"name": self.name, "function": self.function, "grid": grid, "stream": stream})
         user_hook = self.src.fn.launch_metadata
         if user_hook is not None:
-            metadata.update(user_hook(grid, self.metadata, dict(zip(self.src.fn.arg_names, args))))
+            metadata.add(user_hook, (grid, self.metadata, dict(zip(self.src.fn.arg_names, args))))
         return metadata
 
     def run(self, grid_0: int, grid_1: int, grid_2: int, stream, function, packed_metadata, launch_metadata,
@@ -232,9 +346,11 @@ def _print(module: Module) -> str:
     return print_module(module)
 
 
-def _kernel_options(src: ASTSource, options: dict | KernelOptions | None) -> KernelOptions:
+def _kernel_options(src: ASTSource | IRSource, options: dict | KernelOptions | None) -> KernelOptions:
     if isinstance(options, KernelOptions):
         return options
+    if isinstance(src, IRSource):
+        options = {**(options or {}), **src.parse_options()}
     return KernelOptions.from_dict(dict(options or {}), debug_default=bool(src.fn.debug))
 
 
@@ -254,10 +370,14 @@ def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | N
     return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
 
 
-def compile(src: ASTSource, target: GPUTarget | None = None, options: dict | None = None) -> CompiledKernel:
+def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | None = None,
+            options: dict | None = None) -> CompiledKernel:
     """Compile `src` for `target` (default: where kernels run now,
     `runtime.launch.active_target()`) with `options` (keywords of
     `KernelOptions`; others are ignored, as Triton's backends ignore them).
+    `src` is an `ASTSource`, or an IR file (`IRSource` or its path), whose IR
+    skips the frontend and its passes and whose module attributes that are
+    options win over `options`.
 
     For a CUDA target (`GPUTarget("cuda", 90, 32)`) the result holds the CUDA
     C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC
@@ -267,20 +387,27 @@ def compile(src: ASTSource, target: GPUTarget | None = None, options: dict | Non
     from .. import __tritone_version__
     from ..runtime.launch import active_target
 
-    if not isinstance(src, ASTSource):
-        raise TypeError(f"compile takes an ASTSource, got {type(src).__name__}")
+    if isinstance(src, (str, os.PathLike)):
+        src = IRSource(src)
+    if not isinstance(src, (ASTSource, IRSource)):
+        raise TypeError(f"compile takes an ASTSource, an IRSource or the path of an IR file, got {type(src).__name__}")
     target = target or active_target()
     kernel_options = _kernel_options(src, options)
+    if isinstance(src, IRSource):
+        def build_ir(codegen_target: GPUTarget) -> Module:
+            return src.make_ir()
+    else:
+        def build_ir(codegen_target: GPUTarget) -> Module:
+            return make_ir(src, codegen_target, kernel_options)
     if target.backend == "cuda":
         from ..runtime import gpu_compile
 
-        binary = gpu_compile.compile_kernel(src.name, src.hash(), lambda codegen_target: make_ir(
-            src, codegen_target, kernel_options), target, kernel_options)
+        binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options)
         return CompiledKernel.from_binary(src, kernel_options, binary)
     if target.backend != INTERPRETER_TARGET.backend:
         raise TritonError(f"kernel {src.name}: tritone compiles for CUDA GPUs (GPUTarget('cuda', arch, 32)) and "
                           f"for its CPU interpreter, not for {target}")
-    module = make_ir(src, target, kernel_options)
+    module = build_ir(target)
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
     return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)

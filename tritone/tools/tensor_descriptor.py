@@ -1,0 +1,100 @@
+"""`TensorDescriptor`: the host-side description of a tensor that Triton kernels
+read and write by blocks (`desc.load([i, j])`), which Triton passes to the GPU
+as a TMA descriptor.
+
+tritone checks and keeps the description; kernels cannot take one as an
+argument yet (device-side tensor descriptors are a later step): a launch with
+one is refused with a TypeError naming the parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..language.core import validate_block_shape
+
+PADDINGS = ("zero", "nan")
+MAX_RANK = 5
+ALIGNMENT = 16  # bytes: of the base address and of every stride but the last
+
+
+def _address(tensor: Any) -> int:
+    if hasattr(tensor, "data_ptr"):
+        return int(tensor.data_ptr())
+    return int(tensor.__array_interface__["data"][0])
+
+
+def _itemsize(tensor: Any) -> int:
+    dtype = tensor.dtype
+    return int(dtype.itemsize)
+
+
+def _is_floating(tensor: Any) -> bool:
+    dtype = tensor.dtype
+    if hasattr(dtype, "is_floating_point"):  # torch
+        return bool(dtype.is_floating_point)
+    return getattr(dtype, "kind", "") == "f"  # numpy
+
+
+def _has_storage(tensor: Any) -> bool:
+    """False for the tensors torch.compile traces with, which have no memory."""
+    return type(tensor).__name__ not in ("FakeTensor", "FunctionalTensor")
+
+
+def _element_strides(tensor: Any) -> list[int]:
+    if callable(getattr(tensor, "stride", None)):  # torch: strides in elements
+        return [int(s) for s in tensor.stride()]
+    itemsize = _itemsize(tensor)  # numpy: strides in bytes
+    return [int(s) // itemsize for s in tensor.strides]
+
+
+# Not frozen: Triton's autotuning pre-hooks set `desc.block_shape` to each config's block.
+@dataclass(eq=False)
+class TensorDescriptor:
+    """A tensor (`base`, a torch tensor or numpy array on the kernel's device) seen
+    as `shape` with `strides` (in elements), read and written by blocks of
+    `block_shape`; out-of-bounds elements read as `padding` ("zero" or "nan").
+
+    Checked as Triton checks it: rank 1 to 5, one stride and one block dim per
+    dim, positive shape, the last stride 1, the base address and the other
+    strides multiples of 16 bytes, block dims powers of two, "nan" padding only
+    for floats. ValueError names what is wrong."""
+
+    base: Any
+    shape: Sequence[int]
+    strides: Sequence[int]
+    block_shape: Sequence[int]
+    padding: str = "zero"
+
+    def __post_init__(self):
+        self.shape = [int(v) for v in self.shape]
+        self.strides = [int(v) for v in self.strides]
+        self.block_shape = [int(v) for v in self.block_shape]
+        rank = len(self.shape)
+        if not 1 <= rank <= MAX_RANK:
+            raise ValueError(f"a tensor descriptor has 1 to {MAX_RANK} dims, got {rank}")
+        if len(self.strides) != rank or len(self.block_shape) != rank:
+            raise ValueError(f"shape {self.shape}, strides {self.strides} and block_shape {self.block_shape} "
+                             "must have one entry per dim")
+        if any(dim <= 0 for dim in self.shape):
+            raise ValueError(f"every dim of the shape must be positive, got {self.shape}")
+        if self.strides[-1] != 1:
+            raise ValueError(f"the last dim must be contiguous (stride 1), got strides {self.strides}")
+        itemsize = _itemsize(self.base)
+        misaligned = [s for s in self.strides[:-1] if (s * itemsize) % ALIGNMENT]
+        if misaligned:
+            raise ValueError(f"strides {self.strides} of {itemsize}-byte elements: every stride but the last must "
+                             f"be a multiple of {ALIGNMENT} bytes")
+        if _has_storage(self.base) and _address(self.base) % ALIGNMENT:
+            raise ValueError(f"the base address 0x{_address(self.base):x} must be a multiple of {ALIGNMENT} bytes")
+        validate_block_shape(self.block_shape)
+        if self.padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}")
+        if self.padding == "nan" and not _is_floating(self.base):
+            raise ValueError("padding='nan' needs a floating-point tensor")
+
+    @staticmethod
+    def from_tensor(tensor: Any, block_shape: Sequence[int], padding: str = "zero") -> TensorDescriptor:
+        """The descriptor of the whole of `tensor`: its own shape and strides."""
+        return TensorDescriptor(tensor, list(tensor.shape), _element_strides(tensor), block_shape, padding)
