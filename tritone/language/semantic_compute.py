@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..backends.compiler import DOT_INPUT_PRECISIONS
 from ..ir.core import Region
 from ..ir.types import block_type, dtype, type_text
 from . import core as tl
 from .core import dtype_name, tensor
 
-DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+# Precisions of fp32 dots that become several bf16 dots here (so no backend sees them).
+BF16_SPLIT_PRECISIONS = ("bf16x3", "bf16x6")
 _DOT_OPERAND_TYPES = ("i8", "u8", "fp16", "bf16", "fp32", "fp64")
 
 
@@ -23,13 +25,16 @@ class ComputeSemantic:
     # -- dot ----------------------------------------------------------------------
     def dot_input_precision(self, input_precision: str | None, allow_tf32: bool | None) -> str:
         """The `input_precision` a `tl.dot` call uses: the argument, else the
-        `fp32_default` option, else tf32 unless `allow_tf32=False`."""
+        `fp32_default` option, else tf32 unless `allow_tf32=False`; it must be one
+        of the `allowed_dot_input_precisions` option (all of tf32, tf32x3, ieee,
+        bf16x3, bf16x6 by default)."""
         if input_precision is not None and allow_tf32 is not None:
             raise AssertionError("Only one of input_precision and allow_tf32 can be specified")
         if input_precision is None:
             input_precision = self.fp32_default or ("ieee" if allow_tf32 is False else "tf32")
-        if input_precision.lower() not in DOT_INPUT_PRECISIONS:
-            raise AssertionError(f"input_precision must be one of {DOT_INPUT_PRECISIONS}. Got {input_precision}")
+        allowed = tuple(self.options.get("allowed_dot_input_precisions", DOT_INPUT_PRECISIONS))
+        if input_precision.lower() not in allowed:
+            raise AssertionError(f"input_precision must be one of {allowed}. Got {input_precision}")
         return input_precision.lower()
 
     def dot(self, lhs: tensor, rhs: tensor, acc: tensor | None, input_precision: str,
@@ -88,6 +93,10 @@ class ComputeSemantic:
         elif acc.dtype != ret_scalar:
             raise AssertionError(f"accumulator of a {dtype_name(operand_ty)} dot must be {dtype_name(ret_scalar)}")
 
+        if input_precision in BF16_SPLIT_PRECISIONS:
+            if operand_ty.is_fp32():
+                return self._dot_in_bf16_parts(lhs, rhs, acc, input_precision == "bf16x6")
+            input_precision = "ieee"  # only fp32 operands are rounded by a precision
         k = lhs_shape[-1]
         if max_num_imprecise_acc is None:
             default = self.options.get("max_num_imprecise_acc_default")
@@ -98,6 +107,39 @@ class ComputeSemantic:
             raise ValueError(f"max_num_imprecise_acc ({max_num_imprecise_acc}) must be <= K ({k})")
         return self.create("dot", [lhs, rhs, acc], ret_ty, input_precision=input_precision,
                            max_num_imprecise_acc=max_num_imprecise_acc)
+
+    def _bf16_parts(self, x: tensor, count: int) -> list[tensor]:
+        """fp32 `x` as `count` bf16 parts, largest first: each part is the rest of
+        `x` (after the parts before it) rounded to bf16."""
+        parts = []
+        rest = x
+        for i in range(count):
+            part = self.cast(rest, tl.bfloat16)
+            parts.append(part)
+            if i + 1 < count:
+                rest = self.sub(rest, self.cast(part, tl.float32))
+        return parts
+
+    def _dot_in_bf16_parts(self, lhs: tensor, rhs: tensor, acc: tensor, six: bool) -> tensor:
+        """`acc + lhs @ rhs` for fp32 operands from bf16 dots of their parts with
+        fp32 accumulation, as Triton's bf16x3 / bf16x6 precisions compute it:
+        x = hi + lo (bf16x3) or hi + mid + lo (bf16x6); the small cross terms
+        first, smallest first, then hi@hi. A NaN in the small terms (an infinite
+        operand makes `x - hi` NaN) is dropped before hi@hi, which then decides;
+        `acc` is added last."""
+        count = 3 if six else 2
+        a, b = self._bf16_parts(lhs, count), self._bf16_parts(rhs, count)
+        if six:
+            terms = [(1, 1), (2, 0), (0, 2), (1, 0), (0, 1)]  # mid*mid, lo*hi, hi*lo, mid*hi, hi*mid
+        else:
+            terms = [(1, 0), (0, 1)]  # lo*hi, hi*lo
+        result = self.block_constant(0.0, acc.type)
+        for i, j in terms:
+            result = self.create("dot", [a[i], b[j], result], acc.type, input_precision="ieee",
+                                 max_num_imprecise_acc=0)
+        result = self.where(self.not_equal(result, result), self.block_constant(0.0, acc.type), result)
+        result = self.create("dot", [a[0], b[0], result], acc.type, input_precision="ieee", max_num_imprecise_acc=0)
+        return self.add(result, acc)
 
     # -- reductions and scans ------------------------------------------------------------
     def reduction(self, inputs: Sequence[tensor], axis: int | None, combine_fn) -> tuple[tensor, ...]:
