@@ -1,6 +1,7 @@
 """Python-side cost of one kernel launch, for a kernel of 4 arguments
 (two pointers, an i32, an fp32), side by side with the floor of a bare ctypes
-`cuLaunchKernel` call, a torch eager op and, where installed with a GPU,
+`cuLaunchKernel` call, tritone's launch plan alone and its whole
+`kernel[grid](...)`, a torch eager op and, where installed with a GPU,
 upstream Triton's `kernel[grid](...)`.
 
     python bench/launch_overhead.py [--launches 5000]
@@ -97,14 +98,21 @@ def main() -> int:
     constants = (ctypes.c_void_p(plan.function), ctypes.c_uint32(256), ctypes.c_uint32(1), ctypes.c_uint32(0),
                  ctypes.c_void_p(stream))
     function, block, one, shared, stream_value = constants
+    prototyped_ex = driver.function("cuLaunchKernelEx")
+    bare_ex = type(prototyped_ex)(ctypes.cast(prototyped_ex, ctypes.c_void_p).value)
+    bare_ex.restype = ctypes.c_int32
+    config = cuda_driver.launch_config((1, 1, 1), (256, 1, 1), 0, stream)
+    config_address = ctypes.c_void_p(ctypes.addressof(config))
     launch = plan.launch
     paths = {
         "bare ctypes cuLaunchKernel (floor)":
             lambda: bare(function, 1, 1, 1, block, one, one, shared, stream_value, pointers, None),
+        "bare ctypes cuLaunchKernelEx": lambda: bare_ex(config_address, function, pointers, None),
         "tritone plan.launch, stream given": lambda: launch(1, 1, 1, stream, x, y, n, 0.5),
         "tritone plan.launch, current stream": lambda: launch(1, 1, 1, None, x, y, n, 0.5),
     }
     if use_torch:
+        paths.update(_tritone_jit_paths(x, y, n))
         paths["torch eager y.add_(x, alpha=0.5)"] = lambda: y.add_(x, alpha=0.5)
         paths.update(_upstream_triton_paths(x, y, n))
     rows = list(per_launch_us(paths, synchronize, arguments.launches).items())
@@ -115,6 +123,25 @@ def main() -> int:
     for name, value in rows:
         print(f"{name:<44} {value:>10.2f} {value / floor:>8.2f}")
     return 0
+
+
+def _tritone_jit_paths(x, y, n) -> dict[str, Callable[[], None]]:
+    """tritone's `kernel[grid](...)` of the same kernel written with `@tritone.jit`,
+    and the argument key computation of that path on its own."""
+    import tritone
+    import tritone.language as tl
+
+    @tritone.jit
+    def scale_add(x_ptr, y_ptr, n, alpha):
+        offsets = tl.program_id(0) * 256 + tl.arange(0, 256)
+        mask = offsets < n
+        tl.store(y_ptr + offsets, tl.load(y_ptr + offsets, mask=mask) + alpha * tl.load(x_ptr + offsets, mask=mask),
+                 mask=mask)
+
+    scale_add[(1,)](x, y, n, 0.5)
+    key_binder = scale_add._key_binder
+    return {"tritone kernel[grid](...)": lambda: scale_add[(1,)](x, y, n, 0.5),
+            "  of which the argument key": lambda: key_binder(x, y, n, 0.5)}
 
 
 def _upstream_triton_paths(x, y, n) -> dict[str, Callable[[], None]]:

@@ -145,17 +145,20 @@ class Timer:
 
     def launch_overhead_us(self, launch: Callable[[], object], calls: int, batches: int) -> Timing:
         """Host time per call of `launch` issued back to back in a Python loop, in
-        microseconds: the median over `batches` batches of `calls` calls, each batch
-        ending with a synchronize so queued work is counted. No cache flush: this
-        measures the host path."""
+        microseconds: the median over `batches` batches of `calls` calls. Each batch
+        starts from an empty launch queue (a synchronize before it, not timed) and
+        its end is not waited for, so the figure is the host's time per launch, not
+        how fast the GPU gets through a queue of tiny kernels (at the low clocks of
+        a nearly idle GPU, slower than the launches come) -- unless the launches
+        outrun the GPU by so much that the queue fills and the host waits. No cache flush."""
         for _ in range(max(1, calls // 10)):
             launch()
-        self.synchronize()
         per_call = []
         for _ in range(batches):
+            self.synchronize()
             begin = time.perf_counter()
             for _ in range(calls):
                 launch()
-            self.synchronize()
             per_call.append((time.perf_counter() - begin) * 1e6 / calls)
+        self.synchronize()
         return _summarise(per_call, "us")
