@@ -9,7 +9,7 @@ from tritone.ir import parse_module, print_function, print_module, print_op, ver
 from tritone.ir.core import Builder, Function, Location, Module, Region
 from tritone.ir.ops import OP_SPECS
 from tritone.ir.parser import IRParseError
-from tritone.ir.types import block_type, float16, float32, int1, int32, pointer_type, uint32
+from tritone.ir.types import block_type, float16, float32, int1, int32, int64, pointer_type, uint32
 
 V16F = block_type(float32, [16])
 V16I = block_type(int32, [16])
@@ -134,6 +134,10 @@ def build_kernel_module() -> Module:
     b.create("print", [loop.result, x], [], {"prefix": " x: \"q\"\n", "hex": False})
     b.create("assert", [mask], [], {"msg": "x out of range"})
     b.create("barrier")
+    # tl.extra.cuda's hardware registers and launch controls.
+    b.create_value("special", [], int64, {"name": "globaltimer"})
+    b.create_value("special", [], int32, {"name": "smid"})
+    b.create("special", [], [], {"name": "gdc_wait"})
     b.create("return")
     return module
 

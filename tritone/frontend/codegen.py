@@ -24,6 +24,7 @@ from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type
 from ..language.core import constexpr, is_builtin, tensor
+from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 from ..language.semantic import Semantic
 from .calls import BoundJitMethod, CallsMixin
@@ -472,8 +473,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             return base[unwrap(index)]
         return wrap(to_python(base)[to_python(index)])
 
-    def visit_Slice(self, node: ast.Slice) -> slice:
-        return slice(unwrap(self.visit(node.lower)), unwrap(self.visit(node.upper)), unwrap(self.visit(node.step)))
+    def visit_Slice(self, node: ast.Slice) -> tl_slice:
+        return tl_slice(unwrap(self.visit(node.lower)), unwrap(self.visit(node.upper)), unwrap(self.visit(node.step)))
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
         method = _BINARY_METHODS.get(type(node.op))

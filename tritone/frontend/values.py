@@ -23,6 +23,7 @@ from ..ir.core import Value
 from ..ir.types import block_type, dtype, pointer_type, type_text
 from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor
+from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 
 
@@ -83,9 +84,12 @@ def wrap(value: Any) -> Any:
 
 
 def to_python(value: Any) -> Any:
-    """A compile-time value as plain Python (constexprs unwrapped, tl.tuples as tuples)."""
+    """A compile-time value as plain Python (constexprs unwrapped, tl.tuples as
+    tuples, tl.slices as slices)."""
     if isinstance(value, tl_tuple):
         return tuple(to_python(v) for v in value.values)
+    if isinstance(value, tl_slice):
+        return value.to_python()
     return unwrap(value)
 
 
@@ -95,6 +99,8 @@ def has_tensor(value: Any) -> bool:
         return True
     if isinstance(value, tl_tuple):
         return any(has_tensor(v) for v in value.values)
+    if isinstance(value, tl_slice):
+        return any(has_tensor(part) for part in (value.start, value.stop, value.step))
     return False
 
 

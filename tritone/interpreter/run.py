@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import linecache
 import sys
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -421,6 +422,17 @@ def _make_noop(launch: _Launch, op: Operation):
     return lambda *args: None
 
 
+def _make_special(launch: _Launch, op: Operation):
+    """Hardware registers as the CPU can give them: the clock in nanoseconds (as
+    %globaltimer counts), SM 0; the grid-dependency controls have nothing to do."""
+    name = op.attrs["name"]
+    if name == "globaltimer":
+        return lambda: np.int64(time.time_ns())
+    if name == "smid":
+        return lambda: np.int32(0)
+    return lambda: None
+
+
 def _make_identity(launch: _Launch, op: Operation):
     return lambda x: x
 
@@ -441,6 +453,7 @@ _MAKERS: dict[str, Callable] = {
     "print": _make_print,
     "assert": _make_assert,
     "barrier": _make_noop,
+    "special": _make_special,
     "assume": _make_noop,
     "hint": _make_identity,
 }

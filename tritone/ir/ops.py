@@ -105,6 +105,13 @@ CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
 FOR_ATTRS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
              "disable_licm")
+# `special` ops by name: the effect each has (and so what passes may do with it).
+SPECIAL_EFFECTS = {
+    "globaltimer": READ,  # a clock: never merged with another read, dropped when unused
+    "smid": PURE,  # the SM a program runs on stays the same
+    "gdc_wait": WRITE,  # orders memory with the kernel launched before
+    "gdc_launch_dependents": WRITE,
+}
 
 
 def _build_table() -> dict[str, OpSpec]:
@@ -167,6 +174,8 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("print", 0, None, 0, {"prefix": _optional(_STR), "hex": _optional(_BOOL)}, effect=WRITE),
         OpSpec("assert", 1, 1, 0, {"msg": _optional(_STR)}, effect=WRITE),
         OpSpec("barrier", 0, 0, 0, effect=WRITE),
+        # hardware registers and launch control (tl.extra.cuda); the effect is the name's
+        OpSpec("special", 0, 0, "any", {"name": _attr(_STR, tuple(SPECIAL_EFFECTS))}, effect=WRITE),
         # layouts (after the GPU layout pass)
         OpSpec("convert_layout", 1, 1, 1),
         # shared-memory tiles and asynchronous copies (the dot operand and pipelining passes)
@@ -194,11 +203,20 @@ def op_spec(name: str) -> OpSpec:
         raise KeyError(f"unknown IR op {name!r}") from None
 
 
+def effect_of(op: Operation) -> str | None:
+    """The effect of `op` by itself (PURE, READ or WRITE; None for unknown ops):
+    its spec's, or for `special` its name's."""
+    if op.name == "special":
+        return SPECIAL_EFFECTS.get(op.attrs.get("name"), WRITE)
+    spec = OP_SPECS.get(op.name)
+    return None if spec is None else spec.effect
+
+
 def has_side_effects(op: Operation) -> bool:
     """Whether `op`, or any op nested in its regions, writes memory, prints, traps,
     synchronises or calls; volatile loads count as effects. Unknown ops do."""
-    spec = OP_SPECS.get(op.name)
-    if spec is None or spec.effect == WRITE:
+    effect = effect_of(op)
+    if effect is None or effect == WRITE:
         return True
     if op.name == "load" and op.attrs.get("volatile", False):
         return True
@@ -210,7 +228,7 @@ def is_pure(op: Operation) -> bool:
     no effect anywhere in its regions, and not a terminator. Pure ops may be
     merged with identical ones and removed when unused."""
     spec = OP_SPECS.get(op.name)
-    if spec is None or spec.terminator or spec.effect != PURE:
+    if spec is None or spec.terminator or effect_of(op) != PURE:
         return False
     return not has_side_effects(op)
 
@@ -221,4 +239,4 @@ def is_removable_when_unused(op: Operation) -> bool:
     spec = OP_SPECS.get(op.name)
     if spec is None or spec.terminator:
         return False
-    return spec.effect in (PURE, READ) and not has_side_effects(op)
+    return effect_of(op) in (PURE, READ) and not has_side_effects(op)

@@ -25,7 +25,7 @@ from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
 from .ops import BINARY_OPS, FLOAT_MATH_OPS, FLOAT_ONLY_BINARY_OPS, INT_ONLY_BINARY_OPS, OP_SPECS, YIELD_PARENTS
 from .printer import print_op
-from .types import block_type, dtype, int1, int32, type_text
+from .types import block_type, dtype, int1, int32, int64, type_text
 
 
 class IRVerificationError(TritonError):
@@ -439,6 +439,13 @@ def _check_convert_layout(op: Operation) -> None:
     _expect_shaped("the result", r, x)
 
 
+_SPECIAL_RESULTS = {"globaltimer": [int64], "smid": [int32], "gdc_wait": [], "gdc_launch_dependents": []}
+
+
+def _check_special(op: Operation) -> None:
+    _expect_types("the results", _types(op.results), _SPECIAL_RESULTS[op.attrs["name"]])
+
+
 def _check_scalar_condition(op: Operation) -> None:
     _expect_type("the condition", op.operands[0].type, int1)
 
@@ -487,6 +494,7 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "assert": _check_assert,
     "extern": _check_extern,
     "convert_layout": _check_convert_layout,
+    "special": _check_special,
 }
 
 

@@ -2,7 +2,7 @@
 `semantic.py`; `standard.py` and `random.py` are written in Triton itself."""
 
 from ..runtime.jit import constexpr_function
-from . import block_pointer, core, extra, math, random, semantic, standard
+from . import block_pointer, core, extra, math, random, semantic, standard, target_info
 from .block_pointer import advance, make_block_ptr
 from .core import (
     TRITON_MAX_TENSOR_NUMEL,
@@ -70,6 +70,7 @@ from .core import (
     range,
     reduce,
     reshape,
+    slice,
     split,
     static_assert,
     static_print,
@@ -144,7 +145,6 @@ from .standard import (
 )
 
 __all__ = [
-    "PropagateNan", "TRITON_MAX_TENSOR_NUMEL", "_unwrap_if_constexpr",
     "abs", "add", "advance", "arange", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and",
     "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "bitonic_merge",
     "block_pointer", "block_type", "broadcast", "broadcast_to", "cast", "cat", "cdiv", "ceil", "clamp", "condition",
@@ -154,9 +154,10 @@ __all__ = [
     "floor", "fma", "full", "gather", "get_int_dtype", "histogram", "int1", "int16", "int32", "int64", "int8",
     "interleave", "join", "load", "log", "log2", "make_block_ptr", "math", "max", "max_constancy", "max_contiguous",
     "maximum", "min", "minimum", "mul", "multiple_of", "num_programs", "pair_uniform_to_normal", "permute", "philox",
-    "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint", "randint4x", "randn", "randn4x",
-    "random", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "semantic", "sigmoid", "sin", "softmax",
-    "sort", "split", "sqrt", "sqrt_rn", "standard", "static_assert", "static_print", "static_range", "store", "sub",
-    "sum", "swizzle2d", "tensor", "topk", "trans", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8",
-    "uint_to_uniform_float", "umulhi", "view", "void", "where", "xor_sum", "zeros", "zeros_like",
+    "philox_impl", "pi32_t", "pointer_type", "program_id", "PropagateNan", "rand", "rand4x", "randint", "randint4x",
+    "randn", "randn4x", "random", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "semantic", "sigmoid",
+    "sin", "slice", "softmax", "sort", "split", "sqrt", "sqrt_rn", "standard", "static_assert", "static_print",
+    "static_range", "store", "sub", "sum", "swizzle2d", "target_info", "tensor", "topk", "trans",
+    "TRITON_MAX_TENSOR_NUMEL", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float",
+    "umulhi", "_unwrap_if_constexpr", "view", "void", "where", "xor_sum", "zeros", "zeros_like"
 ]

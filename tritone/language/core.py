@@ -397,6 +397,8 @@ class tuple(base_value):
     def __getitem__(self, index):
         index = _unwrap_if_constexpr(index)
         if isinstance(index, slice):
+            index = index.to_python()
+        if isinstance(index, builtins.slice):
             return tuple(self.values[index])
         return self.values[index]
 
@@ -423,6 +425,25 @@ class tuple(base_value):
 
 class const:
     """Annotation marking a pointer parameter as read-only (`tl.const`)."""
+
+
+class slice(base_value):
+    """A slice written in kernel code (`x[:, None]`, `t[1:3]`): `start`, `stop`
+    and `step`, each None when left out. Tensors accept only the full slice `:`;
+    tuples take any compile-time slice."""
+
+    def __init__(self, start, stop, step):
+        self.start = start
+        self.stop = stop
+        self.step = step
+
+    def to_python(self) -> builtins.slice:
+        """The Python slice of the compile-time parts."""
+        return builtins.slice(_unwrap_if_constexpr(self.start), _unwrap_if_constexpr(self.stop),
+                              _unwrap_if_constexpr(self.step))
+
+    def __repr__(self) -> str:
+        return f"slice({self.start!r}, {self.stop!r}, {self.step!r})"
 
 
 # Re-export the dtype singletons under Triton's names.

@@ -246,6 +246,16 @@ class ComputeSemantic:
             raise ValueError(f"assume needs a boolean scalar condition, got {cond.type}")
         self.create_void("assume", [cond])
 
+    # -- hardware registers and launch control ---------------------------------------------
+    def special(self, name: str) -> tensor | None:
+        """A `special` op: `globaltimer` (i64 nanoseconds), `smid` (i32), or the
+        grid-dependency controls `gdc_wait` / `gdc_launch_dependents` (no result)."""
+        result_types = {"globaltimer": tl.int64, "smid": tl.int32}
+        if name in result_types:
+            return self.create("special", [], result_types[name], name=name)
+        self.create_void("special", [], name=name)
+        return None
+
     # -- debugging ---------------------------------------------------------------------
     def debug_barrier(self) -> None:
         self.create_void("barrier", [])

@@ -240,7 +240,7 @@ class ShapeSemantic:
             item = _unwrap_if_constexpr(item)
             if item is None:
                 result = self.expand_dims(result, dim)
-            elif isinstance(item, slice) and all(_unwrap_if_constexpr(part) is None
+            elif isinstance(item, (slice, tl.slice)) and all(_unwrap_if_constexpr(part) is None
                                                  for part in (item.start, item.stop, item.step)):
                 continue
             else:

@@ -13,7 +13,7 @@ Triton's GPU semantics (TRITON_SEMANTICS 1, 2, 7):
 from __future__ import annotations
 
 from tritone.ir.core import Operation
-from tritone.ir.types import dtype
+from tritone.ir.types import dtype, type_text
 
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_types import compute_ctype, ctype, literal, narrow, unsigned_ctype, widen
@@ -74,6 +74,27 @@ def emit_assume(em: Emitter, op: Operation) -> None:
     """A promise for the optimiser; the generated code does not need it."""
 
 
+# Programmatic dependent launch (griddepcontrol) exists from sm_90 on; before, the
+# controls have nothing to wait for or to signal.
+_PDL_MIN_TARGET = 90
+
+
+@emits("special")
+def emit_special(em: Emitter, op: Operation) -> None:
+    name = op.attrs["name"]
+    if name == "globaltimer":
+        result = em.new_name(op.results[0], "tt_time")
+        em.line(f"long long {result};")
+        em.line(f'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"({result}));')
+    elif name == "smid":
+        result = em.new_name(op.results[0], "tt_smid")
+        em.line(f"int {result};")
+        em.line(f'asm("mov.u32 %0, %%smid;" : "=r"({result}));')
+    elif em.target >= _PDL_MIN_TARGET:
+        instruction = {"gdc_wait": "griddepcontrol.wait", "gdc_launch_dependents": "griddepcontrol.launch_dependents"}
+        em.line(f'asm volatile("{instruction[name]};" ::: "memory");')
+
+
 # -- integer arithmetic ------------------------------------------------------------------
 
 def int_binary(name: str, ty: dtype, a: str, b: str) -> str:
@@ -127,13 +148,13 @@ _UNFUSED = {("add", "float"): "__fadd_rn", ("sub", "float"): "__fsub_rn", ("mul"
 def float_binary(em: Emitter, name: str, ty: dtype, a: str, b: str, propagate_nan: bool = False) -> str:
     """`a <name> b` for floats of type `ty`; `a`, `b` are already in the compute type."""
     c = compute_ctype(ty)
-    native = ty.scalar.name in ("fp32", "fp64")
+    native = type_text(ty.scalar) in ("fp32", "fp64")
     if name in ("add", "sub", "mul"):
         if em.options.enable_fp_fusion or not native:
             return f"({a} {_C_OPERATORS[name]} {b})"
         return f"{_UNFUSED[(name, c)]}({a}, {b})"
     if name == "div":
-        if ty.scalar.name == "fp32":
+        if type_text(ty.scalar) == "fp32":
             return f"tt_div_full_f32({a}, {b})"
         return f"tt_div_rn_{'f64' if c == 'double' else 'f32'}({a}, {b})"
     if name == "div_rn":
@@ -164,7 +185,7 @@ def emit_binary(em: Emitter, op: Operation) -> None:
 @emits("fma")
 def emit_fma(em: Emitter, op: Operation) -> None:
     ty = op.results[0].type.scalar
-    function = {"fp32": "fmaf", "fp64": "fma", "fp16": "tt_fma_f16", "bf16": "tt_fma_bf16"}.get(ty.name)
+    function = {"fp32": "fmaf", "fp64": "fma", "fp16": "tt_fma_f16", "bf16": "tt_fma_bf16"}.get(type_text(ty))
     if function is None:
         raise CodegenError(f"fma on {ty} at {op.loc}")
     elementwise(em, op, lambda xs: f"{function}({xs[0]}, {xs[1]}, {xs[2]})")
@@ -195,9 +216,9 @@ def emit_abs(em: Emitter, op: Operation) -> None:
         else:
             u = unsigned_ctype(ty)
             elementwise(em, op, lambda xs: f"({xs[0]} < 0 ? ({t})(({u})0 - ({u}){xs[0]}) : {xs[0]})")
-    elif ty.name == "fp32":
+    elif type_text(ty) == "fp32":
         elementwise(em, op, lambda xs: f"__uint_as_float(__float_as_uint({xs[0]}) & 0x7fffffffu)")
-    elif ty.name == "fp64":
+    elif type_text(ty) == "fp64":
         elementwise(em, op, lambda xs: f"__longlong_as_double(__double_as_longlong({xs[0]}) & 0x7fffffffffffffffll)")
     else:
         bits = "unsigned char" if ty.primitive_bitwidth == 8 else "unsigned short"
@@ -226,7 +247,7 @@ def libdevice_call(em: Emitter, symbol: str, result: dtype, args: list[dtype]) -
 @emits("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
 def emit_math(em: Emitter, op: Operation) -> None:
     ty = op.results[0].type.scalar
-    table = {"fp32": _MATH_F32, "fp64": _MATH_F64}.get(ty.name)
+    table = {"fp32": _MATH_F32, "fp64": _MATH_F64}.get(type_text(ty))
     if table is None:
         raise CodegenError(f"{op.name} on {ty} at {op.loc}: only fp32 and fp64")
     function = libdevice_call(em, table[op.name], ty, [ty])
