@@ -22,7 +22,7 @@ from tritone.ir.core import Operation, Value
 from .axis_info import max_vector_elements
 from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
 from .codegen_elementwise import elementwise
-from .codegen_layout import _unique_registers
+from .codegen_layout import _broadcast_map, _unique_registers, register_sources
 from .codegen_types import ctype, is_narrow_float, narrow, widen
 from .layouts import LinearLayout
 
@@ -33,7 +33,61 @@ _ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short"
 
 @emits("addptr")
 def emit_addptr(em: Emitter, op: Operation) -> None:
-    elementwise(em, op, lambda xs: f"({xs[0]} + {xs[1]})")
+    folded = _offset_terms(em, op)
+    if folded is None:
+        elementwise(em, op, lambda xs: f"({xs[0]} + {xs[1]})")
+        return
+    base, terms = folded
+    em.declare_once(_OPAQUE)
+    opaque = em.fresh("tt_base")
+    em.line(f"{ctype(op.results[0].type.scalar)} {opaque} = tt_opaque({base});")
+    name = em.define_block(op.results[0])
+    for reg in range(em.nregs(op.results[0])):
+        total = " + ".join(f"(unsigned){em.reg(value, sources[reg])}" for value, sources in terms)
+        em.line(f"{name}[{reg}] = {opaque} + (int)({total});")
+
+
+# The compiler would otherwise split a base pointer computed as `p + x` and add x's
+# 64-bit extension to every address (three 64-bit operations each) instead of one
+# widening multiply-add of the 32-bit offset onto the base.
+_OPAQUE = ("template <class T> static __device__ __forceinline__ T* tt_opaque(T* p) "
+           "{ asm(\"\" : \"+l\"(p)); return p; }")
+
+
+def _offset_terms(em: Emitter, op: Operation) -> tuple[str, list[tuple[Value, list[int]]]] | None:
+    """For a block addptr of i32 offsets whose pointer is, through broadcasts,
+    addptrs of i32 offsets on a splat scalar pointer (`p + rows[:, None] * s +
+    cols[None, :]`): the scalar pointer and each offset with, per result
+    register, the register of the offset holding its element. The offsets are
+    then added in 32 bits (wrapping) before one pointer addition, as Triton's
+    canonicalisation combines them: one widening multiply-add per address
+    instead of a 64-bit addition per level. None for any other chain."""
+    result = op.results[0]
+    if not result.type.is_block() or op.operands[1].type.scalar.name != "i32":
+        return None
+    dst = em.linear(result)
+    terms = [(op.operands[1], list(range(dst.num_registers)))]
+    ptr = op.operands[0]
+    to_src = lambda c: c  # noqa: E731  (result coordinates -> `ptr`'s)
+    while True:
+        producer = ptr.defining_op
+        if producer is None:
+            return None
+        if producer.name == "broadcast":
+            to_src = (lambda inner, outer: lambda c: outer(inner(c)))(to_src, _broadcast_map(producer))
+        elif producer.name == "addptr" and producer.operands[1].type.scalar.name == "i32":
+            offset = producer.operands[1]
+            if not offset.type.is_block():
+                return None
+            sources = register_sources(em.linear(offset), dst, to_src)
+            if sources is None:
+                return None
+            terms.append((offset, sources))
+        elif producer.name == "splat" and len(terms) > 1:
+            return em.name(producer.operands[0]), terms
+        else:
+            return None
+        ptr = producer.operands[0]
 
 
 def zero_value(value: Value) -> str:

@@ -3,7 +3,8 @@
 The combine region becomes a device function `tt_combineN(a..., b..., out...)`
 (the region's ops as C++), called wherever two partial results meet, always
 with the lower-index part on the left (the suffix for reverse scans), so that
-every thread holding a result computes it in the same order.
+every thread holding a result computes it in the same order; a combine that is
+one commutative op (sum, max, ...) skips the lane-dependent swap.
 
 Reduce: each thread combines its own registers along the axis (in index
 order), then the lanes along the axis by `shfl.xor` butterflies, then the
@@ -156,7 +157,16 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
         for reg in regs[1:]:
             _call(em, combine, names, [em.reg(v, reg) for v in inputs], names)
         accs[key] = names
+    commutative = _commutative(op)
     for bit in _axis_bits(linear.lanes, axis, "lane", op.loc):
+        if commutative:
+            # both lanes of a pair compute the same value whichever side each takes
+            for names in accs.values():
+                others = [em.fresh("tt_r") for _ in inputs]
+                for k, value in enumerate(inputs):
+                    em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
+                _call(em, combine, names, others, names)
+            continue
         upper = em.fresh("tt_upper")
         em.line(f"const bool {upper} = (tt_lane & {1 << bit}) != 0;")
         for names in accs.values():
@@ -185,6 +195,18 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
             raise CodegenError(f"reduce result layout does not match its operand's (at {op.loc})")
         for k in range(n):
             em.line(f"{outs[k]}[{reg}] = {names[k]};")
+
+
+_COMMUTATIVE = ("add", "mul", "max", "min", "and", "or", "xor")
+
+
+def _commutative(op: Operation) -> bool:
+    """Whether the reduce combines one value by one commutative op (`tl.sum`,
+    `tl.max`, ...): then the order of the two sides does not matter."""
+    region = op.regions[0]
+    ops = region.ops
+    return (len(op.operands) == 1 and len(ops) == 2 and ops[0].name in _COMMUTATIVE and ops[1].name == "yield"
+            and set(ops[0].operands) == set(region.args) and ops[1].operands[0] is ops[0].results[0])
 
 
 def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, groups: dict[Coord, list[int]],
