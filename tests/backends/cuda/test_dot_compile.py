@@ -295,6 +295,28 @@ def test_attention_compiles_for_every_target(cuda_compile):
         assert bool(_ptx_count(result.ptx, r"mma\.sync")) == (arch >= 75)
 
 
+def test_attention_loop_code_shape():
+    """What keeps the attention loop as short as Triton's: one block per SM in the
+    launch bounds (ptxas may then use the registers it needs), the k/v addresses
+    as 32-bit offsets added once onto an opaque base, and the row max and sum
+    reduced across lanes without a lane-ordered swap (both are commutative)."""
+    consts = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": False}
+    source, _, _ = generate_cuda(ir_module(attention_kernel, ATTENTION_SIG, consts, 80), 80)
+    assert "__launch_bounds__(128, 1)" in source
+    assert "tt_upper" not in source and source.count("tt_shfl_xor(") >= 4
+    loads = re.findall(r"(v\w+)\[\d+\] = (tt_base\d+) \+ \(int\)\(", source)
+    assert loads, "no address folded onto an opaque base"
+    # a kernel without a dot leaves ptxas its occupancy heuristics
+    source, _, _ = generate_cuda(ir_module(_copy_kernel, {"x": "*fp32", "y": "*fp32"}, {}, 80), 80)
+    assert "__launch_bounds__(128) " in source
+
+
+@triton.jit
+def _copy_kernel(x, y):
+    offsets = tl.arange(0, 512)
+    tl.store(y + offsets, tl.load(x + offsets))
+
+
 def test_block_pointer_attention_is_pipelined():
     consts = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32}
     module = ir_module(attention_block_ptr_kernel, ATTENTION_BLOCK_PTR_SIG, consts, 80)
