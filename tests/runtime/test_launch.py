@@ -119,7 +119,8 @@ def test_grid_callable_sees_constexprs_and_defaults():
     torch.testing.assert_close(out, x * 0.5)
 
 
-@pytest.mark.parametrize("grid", [4, (4,), (4, 1), (4, 1, 1), [4], (tl.constexpr(4),)])
+@pytest.mark.parametrize("grid", [4, (4,), (4, 1), (4, 1, 1), [4], (tl.constexpr(4),), (np.int64(4),),
+                                  (np.uint8(4), np.int32(1)), lambda meta: (np.int16(4),)])
 def test_grid_forms(grid):
     x = torch.rand(256)
     out = torch.zeros(256)
@@ -139,6 +140,17 @@ def test_bad_grids():
         scale_kernel[(1, 1, 1, 1)](x, x, 4, 1.0)
     with pytest.raises(ValueError, match="negative"):
         scale_kernel[(-1,)](x, x, 4, 1.0)
+    with pytest.raises(ValueError, match="kernel scale_kernel: grid dimensions must not be negative"):
+        scale_kernel[(2, np.int64(-3))](x, x, 4, 1.0)
+
+
+@pytest.mark.parametrize("grid", [(2.7,), ("3",), (1, 2.0), (np.float32(2),), lambda meta: (4 / 2,), (None,)])
+def test_grid_dimensions_must_be_integers(grid):
+    x = torch.rand(4)
+    out = torch.zeros(4)
+    with pytest.raises(TypeError, match=r"kernel scale_kernel: grid dimensions must be integers, got"):
+        scale_kernel[grid](x, out, 4, 1.0)
+    assert not out.any()
 
 
 def test_unknown_keyword_is_a_key_error():

@@ -16,6 +16,7 @@ loaded kernel's plan is called directly when no launch hooks are set.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 import sys
@@ -187,7 +188,10 @@ def reset_active_target() -> None:
 
 
 def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
-    """A grid of 1-3 ints (or constexprs) as three ints, missing dimensions 1."""
+    """A grid of 1-3 integers (ints, numpy integers, constexprs of ints: whatever
+    `operator.index` takes) as three ints, missing dimensions 1. Raises TypeError
+    for anything else (a float or a string is not truncated or parsed) and
+    ValueError for negative sizes, naming the kernel."""
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"kernel {kernel_name}: the grid must have 1 to 3 dimensions, got {grid!r}")
@@ -195,9 +199,10 @@ def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
     for dim in dims:
         value = dim.value if isinstance(dim, constexpr) else dim
         try:
-            value = int(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"kernel {kernel_name}: grid dimensions must be integers, got {grid!r}") from None
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"kernel {kernel_name}: grid dimensions must be integers, got {grid!r} "
+                            f"(a {type(value).__name__}; round or convert it with int() yourself)") from None
         if value < 0:
             raise ValueError(f"kernel {kernel_name}: grid dimensions must not be negative, got {grid!r}")
         result.append(value)
