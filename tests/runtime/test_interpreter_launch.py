@@ -137,17 +137,25 @@ def test_without_the_interpret_knob_gpu_arrays_are_refused(monkeypatch):
     launch.reset_active_target()
     try:
         x = FakeCudaTensor(torch.randn(16))
-        with pytest.raises(ValueError, match=r"argument 'x_ptr'.*no usable NVIDIA GPU"):
+        with pytest.raises(ValueError, match=r"argument 'x_ptr'.*no usable NVIDIA GPU") as caught:
             add_kernel[(1,)](x, torch.zeros(16), torch.zeros(16), 16, BLOCK=16)
         assert x.storage.copied_out == 0
+        # The knob is not set: the advice is not to unset it.
+        assert "TRITON_INTERPRET" not in str(caught.value) and "Pass a CPU tensor (`.cpu()`)" in str(caught.value)
+        refused = r"argument 'y_ptr'.*device meta cannot be used here: a meta tensor holds no data \(kernels run"
+        with pytest.raises(ValueError, match=refused) as caught:
+            add_kernel[(1,)](torch.zeros(16), torch.empty(16, device="meta"), torch.zeros(16), 16, BLOCK=16)
+        assert "unset" not in str(caught.value) and ".cpu()" not in str(caught.value)
     finally:
         launch.reset_active_target()
 
 
 def test_tensors_without_memory_stay_refused(interpret):
     meta = torch.empty(16, device="meta")
-    with pytest.raises(ValueError, match=r"argument 'y_ptr'.*device meta.*TRITON_INTERPRET is set"):
+    with pytest.raises(ValueError, match=r"argument 'y_ptr'.*device meta.*TRITON_INTERPRET is set") as caught:
         add_kernel[(1,)](torch.zeros(16), meta, torch.zeros(16), 16, BLOCK=16)
+    # No GPU would make a meta tensor readable either.
+    assert "unset" not in str(caught.value) and "Pass a CPU tensor holding the data instead" in str(caught.value)
 
 
 # ---------------------------------------------------------------- CUDA array interface

@@ -170,14 +170,23 @@ def _host_buffer(kernel_name: str, param: str, value: Any) -> tuple[Any, bool]:
     kind = _device_type(value)
     if kind in (None, "cpu") and not _in_gpu_memory(value, kind):
         return value, False
+    in_gpu_memory = _in_gpu_memory(value, kind)
     copyable = hasattr(value, "untyped_storage") or hasattr(value, "__cuda_array_interface__")
-    if knobs.runtime.interpret and _in_gpu_memory(value, kind) and copyable:
+    interpret = knobs.runtime.interpret
+    if interpret and in_gpu_memory and copyable:
         return value, True
     device = getattr(value, "device", None) or "cuda"
-    raise ValueError(
-        f"kernel {kernel_name}, argument {param!r}: a tensor on device {device} cannot be used here: "
-        f"{_why_on_the_cpu()}. Pass a CPU tensor (`.cpu()`), or unset TRITON_INTERPRET/TRITONE_INTERPRET "
-        "where a GPU is usable (`python -m tritone doctor` says what it finds)")
+    where = f"kernel {kernel_name}, argument {param!r}: a tensor on device {device} cannot be used here"
+    if not in_gpu_memory:
+        # Neither a GPU nor unsetting TRITON_INTERPRET would make such a tensor usable.
+        reason = "a meta tensor holds no data" if kind == "meta" else "the interpreter reads host memory only"
+        raise ValueError(f"{where}: {reason} ({_why_on_the_cpu()}). Pass a CPU tensor holding the data instead")
+    if interpret:
+        advice = ("Pass a CPU tensor (`.cpu()`), or unset TRITON_INTERPRET/TRITONE_INTERPRET where a GPU is "
+                  "usable (`python -m tritone doctor` says what it finds)")
+    else:
+        advice = "Pass a CPU tensor (`.cpu()`); `python -m tritone doctor` says why no GPU is used"
+    raise ValueError(f"{where}: {_why_on_the_cpu()}. {advice}")
 
 
 def run_on_interpreter(kernel: CompiledKernel, grid: tuple[int, int, int], args: list[Any]) -> None:
