@@ -104,6 +104,28 @@ def test_numpy_array_is_a_pointer_to_its_dtype(dtype, name):
     assert specialize_value(array) == ("*" + name, "D" if aligned else "")
 
 
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr: tl.pointer_type(tl.float32)):
+    tl.store(out_ptr + tl.arange(0, 8), tl.load(x_ptr + tl.arange(0, 8)))
+
+
+def test_arrays_of_the_other_byte_order_are_refused_by_name(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    swapped = np.arange(8, dtype=np.float32).astype(np.dtype(np.float32).newbyteorder())
+    with pytest.raises(TypeError, match=r"non-native byte order \([<>]f4\).*\.astype\('float32'\)"):
+        specialize_value(swapped)
+    out = np.zeros(8, np.float32)
+    with pytest.raises(TypeError, match=r"kernel _copy_kernel, argument 'x_ptr': a numpy array of non-native"):
+        _copy_kernel[(1,)](swapped, out)
+    with pytest.raises(TypeError, match=r"kernel _copy_kernel, argument 'out_ptr': a numpy array of non-native"):
+        _copy_kernel[(1,)](out, swapped)
+    assert not out.any()
+    # One-byte elements have no byte order; a native array converted back is accepted.
+    assert specialize_value(np.zeros(4, np.dtype(np.uint8).newbyteorder()))[0] == "*u8"
+    _copy_kernel[(1,)](swapped.astype(np.float32), out)
+    assert np.array_equal(out, np.arange(8, dtype=np.float32))
+
+
 def test_jit_functions_and_constexprs_are_constexprs():
     assert specialize_value(_device_fn) == ("constexpr", ("jit", _device_fn.cache_key))
     assert specialize_value(constexpr(4)) == ("constexpr", constexpr_key(4))

@@ -16,7 +16,8 @@ attribute as Triton does (TRITON_CONTRACT section 2, TRITON_SEMANTICS 11):
 | `@jit` function, `tl.constexpr` | constexpr | |
 
 The attribute is `"D"`, `""` (looked at, not divisible) or None (not looked
-at: do_not_specialize, or a type that is never specialised).
+at: do_not_specialize, or a type that is never specialised). Numpy arrays in
+a byte order other than the machine's are refused.
 
 `make_binder(fn)` generates, once per kernel, a Python function with the
 kernel's own parameter list that binds `*args, **kwargs` (defaults applied)
@@ -85,6 +86,15 @@ def _element_type_name(dtype: Any) -> str:
     return name
 
 
+def _check_byte_order(value: Any) -> None:
+    """Refuse arrays whose elements are stored in the other byte order: kernels
+    read memory in the machine's order and would compute on swapped bytes."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "isnative", True) is False:
+        raise TypeError(f"a numpy array of non-native byte order ({dtype.str}) cannot be a kernel argument; "
+                        f"convert it with .astype({dtype.newbyteorder('=').name!r})")
+
+
 def data_address(value: Any) -> int:
     """The address of a tensor's or array's first element."""
     data_ptr = getattr(value, "data_ptr", None)
@@ -133,6 +143,7 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         # A numpy scalar (np.int32(3), np.bool_(True)) is the Python value it holds.
         return specialize_value(value.item(), is_const, specialize, align)
     if is_pointer_like(value):
+        _check_byte_order(value)
         type_name = ("*k" if is_const else "*") + element_type_name(value.dtype)
         if not specialize:
             return type_name, None
@@ -147,6 +158,8 @@ def specialize_annotated(value: Any, annotation_type: str, specialize: bool, ali
     """Specialization of a parameter annotated with a concrete type (`n: tl.int64`,
     `x: "*fp16"`): the type is the annotation; ints and pointers still get their
     divisibility attribute. Floats and bools are never specialised."""
+    if annotation_type.startswith("*"):
+        _check_byte_order(value)
     if annotation_type == "u1" or annotation_type.startswith(("fp", "bf")) or not specialize:
         return annotation_type, None
     if isinstance(value, bool):
