@@ -158,6 +158,25 @@ def test_tensors_without_memory_stay_refused(interpret):
     assert "unset" not in str(caught.value) and "Pass a CPU tensor holding the data instead" in str(caught.value)
 
 
+@triton.jit
+def add_pair(pair, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(pair[0] + offsets, mask=mask) + tl.load(pair[1] + offsets, mask=mask),
+             mask=mask)
+
+
+def test_gpu_arrays_inside_tuples_are_copied_too(interpret):
+    x, out = FakeCudaTensor(torch.randn(100)), FakeCudaTensor(torch.full((100,), float("nan")))
+    y = torch.randn(100)
+    add_pair[(2,)]((x, y), out, 100, BLOCK=64)
+    torch.testing.assert_close(out.real, x.real + y, rtol=0, atol=0)
+    assert (x.storage.copied_out, out.storage.copied_in) == (1, 1)
+    meta = torch.empty(16, device="meta")
+    with pytest.raises(ValueError, match=r"argument 'pair\[1\]': a tensor on device meta"):
+        add_pair[(1,)]((y, meta), out, 16, BLOCK=16)
+
+
 # ---------------------------------------------------------------- CUDA array interface
 
 

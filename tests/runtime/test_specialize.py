@@ -120,6 +120,8 @@ def test_arrays_of_the_other_byte_order_are_refused_by_name(monkeypatch):
     with pytest.raises(TypeError, match=r"kernel _copy_kernel, argument 'out_ptr': a numpy array of non-native"):
         _copy_kernel[(1,)](out, swapped)
     assert not out.any()
+    with pytest.raises(TypeError, match=r"element \[1\]: a numpy array of non-native byte order"):
+        specialize_value((out, swapped))
     # One-byte elements have no byte order; a native array converted back is accepted.
     assert specialize_value(np.zeros(4, np.dtype(np.uint8).newbyteorder()))[0] == "*u8"
     _copy_kernel[(1,)](swapped.astype(np.float32), out)
@@ -144,8 +146,10 @@ def test_values_that_cannot_be_arguments():
         specialize_value("text")
     with pytest.raises(TypeError, match="complex"):
         specialize_value(torch.zeros(2, dtype=torch.complex64))
-    with pytest.raises(TypeError, match="tuple arguments"):
-        specialize_value((1, 2))
+    with pytest.raises(TypeError, match="list"):
+        specialize_value([1, 2])
+    with pytest.raises(TypeError, match=r"element \[1\]\[0\]: failed to specialize argument of type str"):
+        specialize_value((3, ("text",)))
     with pytest.raises(OverflowError):
         specialize_value(2**64)
     with pytest.raises(OverflowError):

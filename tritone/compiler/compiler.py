@@ -35,21 +35,63 @@ CONSTEXPR = "constexpr"
 DIVISIBILITY = "tt.divisibility"
 
 
+@dataclass(frozen=True)
+class ArgumentLeaf:
+    """One argument of a compiled kernel's function, in order: element `path` of
+    parameter `num` (`name`), of signature type `type` (`*fp32`, `i32`...). A
+    parameter that is not a tuple is its own leaf, of path `()`."""
+
+    num: int
+    name: str
+    path: tuple[int, ...]
+    type: str
+
+    @property
+    def label(self) -> str:
+        """How messages name it: `x_ptr`, `t[1][0]`."""
+        return self.name + "".join(f"[{index}]" for index in self.path)
+
+
+def _check_signature_type(kernel: str, name: str, entry: Any) -> None:
+    """Raise TypeError unless `entry` is a type string or a (named)tuple of them."""
+    if isinstance(entry, tuple):
+        for item in entry:
+            _check_signature_type(kernel, name, item)
+    elif not isinstance(entry, str):
+        raise TypeError(f"kernel {kernel}: the signature type of {name!r} must be a string or a tuple of them, "
+                        f"got {entry!r}")
+    elif entry.strip().startswith("["):
+        raise TypeError(f"kernel {kernel}: the signature type {entry!r} of {name!r} is the C launcher's spelling "
+                        f"of a tuple; write the tuple of its element types, such as ('*fp32', 'i32')")
+
+
+def signature_leaves(entry: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], str]]:
+    """`(path, type)` of each element of a signature entry in order, depth first:
+    the entry itself (path `()`) for a type string."""
+    if isinstance(entry, tuple):
+        return [leaf for index, item in enumerate(entry) for leaf in signature_leaves(item, (*path, index))]
+    return [(path, entry)]
+
+
 class ASTSource:
     """A `@jit` function with its signature fixed: `signature` maps parameter
-    names to type strings (`"*fp32"`, `"i32"`, `"constexpr"`), `constexprs`
-    maps names or `(index,)` tuples to values, `attrs` maps `(index,)` to
+    names to type strings (`"*fp32"`, `"i32"`, `"constexpr"`), or for tuple
+    parameters to tuples (or namedtuples) of them, nested as the arguments are;
+    `constexprs` maps names or index paths (`(index,)`, `(index, element, ...)`
+    for tuple elements) to values; `attrs` maps index paths to
     `[["tt.divisibility", 16]]`-style lists."""
 
     ext = "ttir"
 
-    def __init__(self, fn: JITFunction, signature: dict[str, str], constexprs: dict | None = None,
+    def __init__(self, fn: JITFunction, signature: dict[str, Any], constexprs: dict | None = None,
                  attrs: dict | None = None):
         self.fn = fn
         self.name = fn.__name__
         unknown = [name for name in signature if name not in fn.arg_names]
         if unknown:
             raise TypeError(f"kernel {self.name} has no parameter {unknown[0]!r} (signature of ASTSource)")
+        for name, entry in signature.items():
+            _check_signature_type(self.name, name, entry)
         self.signature = dict(signature)
         self.constants: dict[tuple[int, ...], Any] = {}
         for key, value in (constexprs or {}).items():
@@ -58,24 +100,40 @@ class ASTSource:
             _index_path(fn, key): list(value) for key, value in (attrs or {}).items()}
 
     def hash(self) -> str:
-        """Digest of the function's cache key and this specialization."""
+        """Digest of the function's cache key and this specialization (a namedtuple
+        type's repr names its fields, so they are part of it)."""
         parts = [self.fn.cache_key, repr(sorted(self.signature.items())),
                  repr(sorted((k, repr(v)) for k, v in self.constants.items())),
                  repr(sorted((k, repr(v)) for k, v in self.attrs.items()))]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     def runtime_parameters(self) -> list[str]:
-        """Names of the parameters passed at run time (not constexpr), in order."""
+        """Names of the parameters passed at run time (not constexpr), in order; a
+        tuple parameter is one even when all its elements are constexprs."""
         return [name for num, name in enumerate(self.fn.arg_names) if not self._is_constexpr(num, name)]
+
+    def runtime_leaves(self) -> tuple[ArgumentLeaf, ...]:
+        """The kernel function's arguments in order: every run-time parameter, a
+        tuple parameter as its elements that are not constexprs, depth first."""
+        leaves = []
+        for num, name in enumerate(self.fn.arg_names):
+            if self._is_constexpr(num, name):
+                continue
+            for path, type_name in signature_leaves(self.signature[name]):
+                if type_name != CONSTEXPR and (num, *path) not in self.constants:
+                    leaves.append(ArgumentLeaf(num, name, path, type_name))
+        return tuple(leaves)
 
     def _is_constexpr(self, num: int, name: str) -> bool:
         return (num,) in self.constants or self.signature.get(name) == CONSTEXPR or self.fn.params[num].is_constexpr
 
-    def frontend_inputs(self) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
+    def frontend_inputs(self) -> tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]]:
         """`(signature, constexprs, divisible_by_16)` as the frontend takes them:
-        IR types of the run-time parameters by name, constexpr values by name,
-        names of the parameters specialised as divisible by 16."""
-        from ..ir.types import parse_type
+        the types of the run-time parameters by name (an IR type, or for a tuple
+        parameter a tuple, or namedtuple of the signature's class, of IR types and
+        `constexpr` values), constexpr values by name, and the parameters
+        specialised as divisible by 16 (names, and `(name, element, ...)` paths
+        of tuple elements)."""
         from ..language.core import constexpr
 
         signature: dict[str, Any] = {}
@@ -91,12 +149,29 @@ class ASTSource:
                     raise TypeError(f"kernel {self.name}: constexpr parameter {name!r} has no value")
                 constexprs[name] = value.value if isinstance(value, constexpr) else value
             elif name in self.signature:
-                signature[name] = parse_type(self.signature[name])
+                signature[name] = self._frontend_type(self.signature[name], (num,))
             else:
                 raise TypeError(f"kernel {self.name}: parameter {name!r} is missing from the signature")
-        divisible = tuple(self.fn.arg_names[key[0]] for key, values in self.attrs.items()
-                          if len(key) == 1 and [DIVISIBILITY, 16] in [list(v) for v in values])
+        divisible = tuple(self.fn.arg_names[key[0]] if len(key) == 1 else (self.fn.arg_names[key[0]], *key[1:])
+                          for key, values in self.attrs.items()
+                          if key and [DIVISIBILITY, 16] in [list(v) for v in values])
         return signature, constexprs, divisible
+
+    def _frontend_type(self, entry: Any, path: tuple[int, ...]) -> Any:
+        """A signature entry as the frontend takes it (see `frontend_inputs`)."""
+        from ..ir.types import parse_type
+        from ..language.core import constexpr
+
+        if isinstance(entry, tuple):
+            items = [self._frontend_type(item, (*path, index)) for index, item in enumerate(entry)]
+            return type(entry)._make(items) if hasattr(type(entry), "_fields") else tuple(items)
+        if path in self.constants:
+            value = self.constants[path]
+            return value if isinstance(value, constexpr) else constexpr(value)
+        if entry == CONSTEXPR:
+            label = self.fn.arg_names[path[0]] + "".join(f"[{index}]" for index in path[1:])
+            raise TypeError(f"kernel {self.name}: constexpr element {label} has no value in constexprs")
+        return parse_type(entry)
 
 
 @dataclass(frozen=True)
@@ -143,6 +218,11 @@ class IRSource:
     def runtime_parameters(self) -> list[str]:
         """Names of the kernel's arguments, all passed at run time."""
         return list(self.fn.arg_names)
+
+    def runtime_leaves(self) -> tuple[ArgumentLeaf, ...]:
+        """The kernel's arguments, each its own leaf (IR files have no tuples)."""
+        return tuple(ArgumentLeaf(num, name, (), self.signature[name]) for num, name in enumerate(self.fn.arg_names))
+
 
     def parse_options(self) -> dict[str, Any]:
         """The compile options the IR's module attributes record."""
@@ -223,7 +303,8 @@ class CompiledKernel:
     `module`, `function`, `n_regs`, `n_spills`, `n_max_threads`); `run(gX, gY,
     gZ, stream, function, packed_metadata, launch_metadata, enter_hook,
     exit_hook, *args)` takes every parameter in order, constexprs included
-    (skipped)."""
+    (skipped). `runtime_leaves` lists the arguments of the compiled function
+    (`ArgumentLeaf`s: run-time parameters, tuples flattened)."""
 
     def __init__(self, src: ASTSource | IRSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
                  asm: dict[str, Any], metadata: dict[str, Any], ir_module: Module | None = None):
@@ -249,6 +330,7 @@ class CompiledKernel:
         self.metadata = namedtuple("KernelMetadata", sorted(fields))(**fields)
         self.packed_metadata = (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
         self.runtime_parameters = src.runtime_parameters()
+        self.runtime_leaves = src.runtime_leaves()
         self._plan: Any = None
         self.module = None
         self.function = None

@@ -18,7 +18,7 @@ import ast
 import hashlib
 import inspect
 import operator
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
@@ -36,10 +36,14 @@ from .values import (
     TupleSlot,
     has_tensor,
     leaves,
+    make_tuple,
     rebuild,
     slot_of,
     slot_types,
     to_python,
+    tuple_field,
+    tuple_fields,
+    tuple_like,
     unwrap,
     wrap,
 )
@@ -192,7 +196,7 @@ def _as_argument(value: Any) -> Any:
     """A call argument as the callee receives it: tensors and block pointers stay,
     tuples are converted element by element, everything else becomes a constexpr."""
     if isinstance(value, tl_tuple):
-        return tl_tuple([_as_argument(v) for v in value.values])
+        return tuple_like(value, [_as_argument(v) for v in value.values])
     if isinstance(value, constexpr) or has_tensor(value):
         return value
     return constexpr(value)
@@ -358,7 +362,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         Python numbers become 0-d tensors (also inside tuples); tensors,
         dtypes, None and other compile-time objects stay as they are."""
         if isinstance(value, tl_tuple):
-            return tl_tuple([self.assigned_value(v) for v in value.values])
+            return tuple_like(value, [self.assigned_value(v) for v in value.values])
         raw = unwrap(value)
         if isinstance(raw, (bool, int, float)):
             return self.semantic.to_tensor(raw)
@@ -453,6 +457,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             return permute(base, (1, 0), _semantic=self.semantic)
         if isinstance(base, constexpr) and attr not in ("value", "type"):
             base = base.value
+        if isinstance(base, tl_tuple) and (attr in (tuple_fields(base) or ()) or not hasattr(base, attr)):
+            return tuple_field(base, attr)  # a namedtuple's field
         value = getattr(base, attr)
         if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
             return BoundJitMethod(base, value)
@@ -581,23 +587,27 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     """Compile the `@jit` function `fn` for one specialisation into an IR module.
 
     `signature` maps each run-time parameter to its IR type (a dtype, or its
-    text form such as `"*fp32"`), `constexprs` maps the other parameters to
-    their Python values; `options` holds `num_warps`, `num_stages`,
-    `num_ctas`, `debug`, `allow_non_constexpr_globals`, `divisible_by_16`
-    (names of run-time parameters the runtime found divisible by 16)... The
-    module's entry function is named `fn.__name__`, takes one argument per
-    signature entry in parameter order, has attrs {"kernel": True} (plus
-    `arg_attrs`, docs/IR.md, when some argument is divisible by 16) and ends
-    with `return()`; the module's attrs carry the options. Raises
-    CompilationError (or a subclass) naming the user's source line for every
-    problem in the kernel.
+    text form such as `"*fp32"`); a tuple parameter maps to a tuple (or a
+    namedtuple, whose fields kernel code reads as attributes) of such types,
+    nested as the argument is, with `constexpr` values for its compile-time
+    elements. `constexprs` maps the other parameters to their Python values;
+    `options` holds `num_warps`, `num_stages`, `num_ctas`, `debug`,
+    `allow_non_constexpr_globals`, `divisible_by_16` (the run-time parameters
+    the runtime found divisible by 16: names, and `(name, element, ...)` paths
+    of tuple elements)... The module's entry function is named `fn.__name__`,
+    takes one argument per typed signature entry in parameter order, tuples
+    flattened depth first (an element's argument is named `t.0.1` for
+    `t[0][1]`), has attrs {"kernel": True} (plus `arg_attrs`, docs/IR.md, when
+    some argument is divisible by 16) and ends with `return()`; the module's
+    attrs carry the options. Raises CompilationError (or a subclass) naming the
+    user's source line for every problem in the kernel.
     """
     options = dict(options)
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
     if unknown:
         raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r}")
     scope: dict[str, Any] = {}
-    arg_names: list[str] = []
+    arg_paths: list[tuple] = []
     arg_types: list[dtype] = []
     for name in fn.arg_names:
         if name in constexprs:
@@ -605,9 +615,9 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
                 raise TypeError(f"kernel {fn.__name__}: parameter {name} is both typed and a constexpr")
             scope[name] = wrap(constexprs[name])
         elif name in signature:
-            ty = signature[name]
-            arg_names.append(name)
-            arg_types.append(parse_type(ty) if isinstance(ty, str) else ty)
+            for path, leaf in _typed_leaves(signature[name], (name,)):
+                arg_paths.append(path)
+                arg_types.append(parse_type(leaf) if isinstance(leaf, str) else leaf)
         else:
             raise TypeError(f"kernel {fn.__name__}: parameter {name} has neither a type nor a constexpr value")
 
@@ -617,30 +627,56 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     ctx = ModuleContext(module, builder, semantic, options)
     semantic.call_jit_function = ctx.call_jit_for_region
     loc = Location(fn.file_name, fn.starting_line_number, 0, fn.__name__)
+    arg_names = [".".join(str(part) for part in path) for path in arg_paths]
     function = module.add(Function(fn.__name__, arg_types, arg_names, attrs={"kernel": True}, loc=loc))
-    arg_attrs = _divisibility_attrs(fn, arg_names, arg_types, options.get("divisible_by_16") or ())
+    arg_attrs = _divisibility_attrs(fn, arg_paths, arg_types, options.get("divisible_by_16") or ())
     if arg_attrs:
         function.attrs["arg_attrs"] = arg_attrs
-    offset = 0
+    arguments = iter(zip(function.args, arg_types))
     for name in fn.arg_names:
         if name not in scope:
-            scope[name] = tensor(function.args[offset], arg_types[offset])
-            offset += 1
+            scope[name] = _argument_value(signature[name], arguments)
     FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
     return module
 
 
-def _divisibility_attrs(fn: Any, arg_names: list[str], arg_types: list[dtype],
-                        divisible: tuple[str, ...]) -> dict[int, dict[str, int]]:
+def _typed_leaves(entry: Any, path: tuple) -> Iterator[tuple[tuple, Any]]:
+    """`(path, type)` of the run-time elements of a signature entry, depth first
+    (`path` is the parameter's name followed by element indices)."""
+    if isinstance(entry, tuple):
+        for index, item in enumerate(entry):
+            yield from _typed_leaves(item, (*path, index))
+    elif not isinstance(entry, constexpr):
+        yield path, entry
+
+
+def _argument_value(entry: Any, arguments: Iterator[tuple[Any, dtype]]) -> Any:
+    """The kernel value of a parameter typed `entry`, taking its function
+    arguments from `arguments` in order: a tensor, or for a tuple a tl.tuple
+    (with the namedtuple's fields) of tensors and constexprs."""
+    if isinstance(entry, tuple):
+        values = [_argument_value(item, arguments) for item in entry]
+        return make_tuple(values, getattr(type(entry), "_fields", None))
+    if isinstance(entry, constexpr):
+        return entry
+    handle, ty = next(arguments)
+    return tensor(handle, ty)
+
+
+def _divisibility_attrs(fn: Any, arg_paths: list[tuple], arg_types: list[dtype],
+                        divisible: tuple[Any, ...]) -> dict[int, dict[str, int]]:
     """The kernel's `arg_attrs` (docs/IR.md): `{argument index: {"divisibility": 16}}`
     for the integer and pointer arguments named in `divisible` (an int divisible
-    by 16, a pointer aligned to 16 bytes). Indices count the kernel function's
-    arguments, so constexpr parameters, which are not arguments, are skipped."""
-    unknown = [name for name in divisible if name not in fn.arg_names]
+    by 16, a pointer aligned to 16 bytes) by name, or for tuple elements by
+    `(name, element, ...)` path. Indices count the kernel function's arguments,
+    so constexpr parameters and elements, which are not arguments, are skipped."""
+    wanted = {(entry,) if isinstance(entry, str) else tuple(entry) for entry in divisible}
+    unknown = [path for path in wanted if not path or path[0] not in fn.arg_names]
     if unknown:
-        raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r} (divisible_by_16)")
+        raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0][0] if unknown[0] else ''!r} "
+                        "(divisible_by_16)")
     attrs: dict[int, dict[str, int]] = {}
-    for index, (name, ty) in enumerate(zip(arg_names, arg_types)):
-        if name in divisible and (ty.is_int() or ty.is_ptr()):
+    for index, (path, ty) in enumerate(zip(arg_paths, arg_types)):
+        if path in wanted and (ty.is_int() or ty.is_ptr()):
             attrs[index] = {"divisibility": 16}
     return attrs

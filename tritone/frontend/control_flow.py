@@ -38,6 +38,7 @@ from .values import (
     same_value,
     slot_of,
     slot_types,
+    tuple_like,
     unwrap,
 )
 
@@ -232,7 +233,7 @@ class ControlFlowMixin:
         """A returned value as the caller gets it: Python numbers become tensors
         (TRITON_SEMANTICS 1.5), None means nothing is returned."""
         if isinstance(value, tl_tuple):
-            return tl_tuple([self._return_value(v) for v in value.values])
+            return tuple_like(value, [self._return_value(v) for v in value.values])
         raw = unwrap(value)
         if raw is None:
             return None

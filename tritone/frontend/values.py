@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 from ..ir.core import Value
 from ..ir.types import block_type, dtype, pointer_type, type_text
 from ..language.block_pointer import block_pointer, block_pointer_type
-from ..language.core import constexpr, tensor
+from ..language.core import constexpr, tensor, tuple_type
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 
@@ -44,9 +44,10 @@ class ConstSlot:
 
 @dataclass(frozen=True)
 class TupleSlot:
-    """A `tl.tuple` of slots."""
+    """A `tl.tuple` of slots, with the field names of a namedtuple argument."""
 
     items: tuple
+    fields: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,18 @@ def unwrap(value: Any) -> Any:
 
 def wrap(value: Any) -> Any:
     """Give a compile-time Python result the form kernel code sees: tensors and
-    tl.tuples stay, Python tuples/lists become tl.tuples, the rest constexprs."""
+    tl.tuples stay, Python tuples/lists (and namedtuples holding tensors)
+    become tl.tuples, the rest constexprs."""
     if isinstance(value, (tensor, constexpr, tl_tuple, block_pointer)):
         return value
     if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
         return tl_tuple([wrap(v) for v in value])
+    if _is_namedtuple_instance(value):
+        items = [wrap(v) for v in value]
+        if any(has_tensor(item) for item in items):
+            # Built in kernel code from run-time values: a tl.tuple keeping its
+            # fields, as a namedtuple argument is, so that calls can take it apart.
+            return make_tuple(items, type(value)._fields)
     return constexpr(value)
 
 
@@ -108,7 +116,7 @@ def slot_of(value: Any) -> Slot:
     if isinstance(value, tensor):
         return TensorSlot(value.type)
     if isinstance(value, tl_tuple):
-        return TupleSlot(tuple(slot_of(v) for v in value.values))
+        return TupleSlot(tuple(slot_of(v) for v in value.values), tuple_fields(value))
     if isinstance(value, block_pointer):
         return BlockPointerSlot(value.type)
     return ConstSlot(constexpr_key(unwrap(value)), value)
@@ -149,10 +157,39 @@ def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
     if isinstance(slot, TensorSlot):
         return tensor(next(it), slot.type)
     if isinstance(slot, TupleSlot):
-        return tl_tuple([_rebuild(item, it) for item in slot.items])
+        return make_tuple([_rebuild(item, it) for item in slot.items], slot.fields)
     if isinstance(slot, BlockPointerSlot):
         return block_pointer.from_leaves(slot.type, [tensor(next(it), t) for t in slot.type.leaf_types()])
     return slot.value
+
+
+def make_tuple(values: list, fields: Sequence[str] | None = None) -> tl_tuple:
+    """A tl.tuple of `values`; with `fields`, the value of a namedtuple whose
+    elements kernel code also reads as attributes (`t.x`, see `tuple_field`)."""
+    if fields is None:
+        return tl_tuple(values)
+    return tl_tuple(values, tuple_type([getattr(v, "type", None) for v in values], list(fields)))
+
+
+def tuple_like(original: tl_tuple, values: list) -> tl_tuple:
+    """A tl.tuple of `values` with the field names of `original`, if it has some."""
+    return make_tuple(values, tuple_fields(original))
+
+
+def tuple_fields(value: tl_tuple) -> tuple[str, ...] | None:
+    """The field names of a tl.tuple made from a namedtuple, else None."""
+    ty = value.type
+    return tuple(ty.fields) if isinstance(ty, tuple_type) and ty.fields is not None else None
+
+
+def tuple_field(value: tl_tuple, name: str) -> Any:
+    """Element `name` of a tl.tuple with field names; AttributeError naming the
+    fields otherwise."""
+    fields = tuple_fields(value)
+    if fields is None or name not in fields:
+        known = f"its fields are {', '.join(fields)}" if fields else "it has no field names"
+        raise AttributeError(f"tuple has no attribute {name!r} ({known})")
+    return value.values[fields.index(name)]
 
 
 def same_value(a: Any, b: Any) -> bool:

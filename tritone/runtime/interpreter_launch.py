@@ -23,7 +23,7 @@ from .. import knobs
 from ..interpreter import run_kernel
 from . import cuda_driver
 from .jit import TensorWrapper
-from .launcher import _make_context_current, current_device
+from .launcher import _make_context_current, current_device, element_at
 from .specialize import is_pointer_like
 
 if TYPE_CHECKING:
@@ -190,15 +190,16 @@ def _host_buffer(kernel_name: str, param: str, value: Any) -> tuple[Any, bool]:
 
 
 def run_on_interpreter(kernel: CompiledKernel, grid: tuple[int, int, int], args: list[Any]) -> None:
-    """Run `kernel` over `grid` with the values of its run-time parameters; GPU
-    arrays (with TRITON_INTERPRET set) are copied to the host and back."""
+    """Run `kernel` over `grid` with one value per argument of its function
+    (`kernel.runtime_leaves`: tuple arguments flattened); GPU arrays (with
+    TRITON_INTERPRET set) are copied to the host and back."""
     if 0 in grid:
         return
     values: list[Any] = []
     on_gpu: dict[int, Any] = {}
-    for name, value in zip(kernel.runtime_parameters, args):
+    for leaf, value in zip(kernel.runtime_leaves, args):
         if is_pointer_like(value):
-            value, copy = _host_buffer(kernel.name, name, value)
+            value, copy = _host_buffer(kernel.name, leaf.label, value)
             if copy:
                 on_gpu[len(values)] = value
         values.append(value)
@@ -225,9 +226,7 @@ class InterpreterPlan:
     def __init__(self, kernel: CompiledKernel):
         self.kernel = kernel
         self.function = kernel.name
-        arg_names = kernel.src.fn.arg_names
-        self._arg_count = len(arg_names)
-        self._runtime_indices = [arg_names.index(name) for name in kernel.runtime_parameters]
+        self._arg_count = len(kernel.src.fn.arg_names)
 
     def launch(self, grid_x: Any, grid_y: Any, grid_z: Any, stream: Any, *args: Any) -> None:
         """Run the kernel over the grid (dimensions of 0 run nothing)."""
@@ -238,4 +237,5 @@ class InterpreterPlan:
             raise TypeError(f"kernel {kernel.name} takes {self._arg_count} arguments (constexprs included), "
                             f"got {len(args)}")
         grid = normalize_grid((grid_x, grid_y, grid_z), kernel.name)
-        run_on_interpreter(kernel, grid, [args[i] for i in self._runtime_indices])
+        leaves = [element_at(kernel.name, leaf.name, leaf.path, args[leaf.num]) for leaf in kernel.runtime_leaves]
+        run_on_interpreter(kernel, grid, leaves)

@@ -38,6 +38,7 @@ from .launcher import current_device
 from .specialize import (
     CONSTEXPR,
     DIVISIBLE,
+    TupleSpecialization,
     UnknownKeywordError,
     argument_tuple,
     generated_prefix,
@@ -212,18 +213,27 @@ def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
 
 
 def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -> compiler.ASTSource:
-    signature: dict[str, str] = {}
-    constexprs: dict[str, Any] = {}
+    """The ASTSource of this specialization, in Triton's form: tuple arguments
+    typed by (named)tuples of type strings, their constexpr elements and
+    divisibility attributes keyed by index paths (`(2, 0)`: element 0 of parameter 2)."""
+    signature: dict[str, Any] = {}
+    constexprs: dict[tuple[int, ...], Any] = {}
     attrs: dict[tuple[int, ...], list] = {}
-    for param, (type_name, attribute) in zip(fn.params, specialization):
-        if type_name == CONSTEXPR:
-            value = bound[param.name]
+
+    def record(path: tuple[int, ...], value: Any, type_name: Any, attribute: Any) -> None:
+        if isinstance(type_name, TupleSpecialization):
+            for index, (item, (item_type, item_attribute)) in enumerate(zip(value, type_name.items)):
+                record((*path, index), item, item_type, item_attribute)
+        elif type_name == CONSTEXPR:
             if isinstance(value, constexpr):
                 value = value.value
-            constexprs[param.name] = value.item() if isinstance(value, np.generic) else value
+            constexprs[path] = value.item() if isinstance(value, np.generic) else value
         elif attribute == DIVISIBLE:
-            attrs[(param.num,)] = [["tt.divisibility", 16]]
-        signature[param.name] = type_name
+            attrs[path] = [["tt.divisibility", 16]]
+
+    for param, (type_name, attribute) in zip(fn.params, specialization):
+        record((param.num,), bound[param.name], type_name, attribute)
+        signature[param.name] = type_name.signature() if isinstance(type_name, TupleSpecialization) else type_name
     return compiler.ASTSource(fn, signature, constexprs, attrs)
 
 

@@ -74,12 +74,16 @@ _HALF = struct.Struct("<e")
 
 @dataclass(frozen=True)
 class Parameter:
-    """One kernel parameter: its position among all parameters, its name, and its
-    signature type (`*fp32`, `i32`, `fp16`, ... or `constexpr`, which is not passed)."""
+    """One kernel parameter, or one element of a tuple parameter: the parameter's
+    position among all parameters and its name, the signature type (`*fp32`,
+    `i32`, `fp16`, ... or `constexpr`, which is not passed; for a tuple
+    parameter, a tuple of such types, nested as the argument is) and, for an
+    element, its index path in the argument."""
 
     num: int
     name: str
-    type: str
+    type: Any
+    path: tuple[int, ...] = ()
 
     @property
     def is_constexpr(self) -> bool:
@@ -87,7 +91,42 @@ class Parameter:
 
     @property
     def is_pointer(self) -> bool:
-        return self.type.startswith("*")
+        return isinstance(self.type, str) and self.type.startswith("*")
+
+    @property
+    def label(self) -> str:
+        """How messages name it, and how generated code reads it: `x_ptr`, `t[1][0]`."""
+        return self.name + "".join(f"[{index}]" for index in self.path)
+
+    def runtime_leaves(self) -> tuple[Parameter, ...]:
+        """The values passed for this parameter, in order: itself, none for a
+        constexpr, the elements that are not constexprs for a tuple (depth first)."""
+        if isinstance(self.type, tuple):
+            return tuple(leaf for index, item in enumerate(self.type)
+                         for leaf in Parameter(self.num, self.name, item, (*self.path, index)).runtime_leaves())
+        return () if self.is_constexpr else (self,)
+
+
+def element_at(kernel: str, name: str, path: Sequence[int], value: Any) -> Any:
+    """Element `path` of the value of argument `name`. Raises TypeError naming
+    the argument when it does not have the tuple structure the kernel was
+    compiled for."""
+    for depth, index in enumerate(path):
+        if not isinstance(value, tuple) or index >= len(value):
+            where = name + "".join(f"[{i}]" for i in path[:depth])
+            raise TypeError(f"kernel {kernel}: argument {where} must be a tuple of at least {index + 1} "
+                            f"elements, as the kernel was compiled for, got {value!r}")
+        value = value[index]
+    return value
+
+
+def _mark_constexprs(entry: Any, path: tuple[int, ...], constants: Mapping[tuple[int, ...], Any]) -> Any:
+    """A signature entry with the elements that `constants` holds (by index path) typed constexpr."""
+    if path in constants:
+        return "constexpr"
+    if isinstance(entry, tuple):
+        return tuple(_mark_constexprs(item, (*path, index), constants) for index, item in enumerate(entry))
+    return entry
 
 
 @dataclass(frozen=True)
@@ -120,9 +159,11 @@ class LaunchSpec:
     def block_size(self) -> int:
         return self.num_warps * self.warp_size
 
-    @property
+    @functools.cached_property
     def runtime_parameters(self) -> tuple[Parameter, ...]:
-        return tuple(p for p in self.parameters if not p.is_constexpr)
+        """The values written at launch, one per argument of the compiled kernel:
+        the run-time parameters, tuple parameters as their run-time elements."""
+        return tuple(leaf for param in self.parameters for leaf in param.runtime_leaves())
 
     @classmethod
     def from_compiled(cls, src: Any, metadata: Any, asm: Mapping[str, Any], kernel_hash: str) -> LaunchSpec:
@@ -137,8 +178,11 @@ class LaunchSpec:
             return getattr(metadata, name, default)
 
         runtime = set(src.runtime_parameters())
-        parameters = tuple(Parameter(num, name, src.signature[name] if name in runtime else "constexpr")
-                           for num, name in enumerate(src.fn.arg_names))
+        constants = getattr(src, "constants", {})
+        parameters = tuple(
+            Parameter(num, name, _mark_constexprs(src.signature[name], (num,), constants)
+                      if name in runtime else "constexpr")
+            for num, name in enumerate(src.fn.arg_names))
         if "cubin" in asm:
             image, is_ptx = bytes(asm["cubin"]), False
         elif "ptx" in asm:
@@ -248,7 +292,7 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
     """The device address to pass for pointer parameter `param`, after checking
     that the GPU `device` can use it. Raises ValueError or TypeError naming the
     parameter."""
-    where = f"Pointer argument {param.name} (at {param.num})"
+    where = f"Pointer argument {param.label} (at {param.num})"
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -290,7 +334,7 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
 
 def _scalar_problem(param: Parameter, value: Any) -> Exception | None:
     """Why `value` cannot be passed for scalar parameter `param`, or None."""
-    where = f"argument {param.name} (at {param.num}) of type {param.type}"
+    where = f"argument {param.label} (at {param.num}) of type {param.type}"
     kind = param.type
     if kind in _BOOL_TYPES:
         if type(value) is bool or getattr(value, "dtype", None) is not None and str(value.dtype) == "bool":
@@ -545,9 +589,8 @@ class LaunchPlan:
         """Raise an error naming the first argument (or the stream) that cannot be
         passed; `error` is what the fast path met."""
         spec = self.spec
-        for param, value in zip(spec.parameters, values):
-            if param.is_constexpr:
-                continue
+        for param in spec.runtime_parameters:
+            value = element_at(spec.name, param.name, param.path, values[param.num])
             if param.is_pointer:
                 try:
                     pointer_address(value, param, self.device, self.driver)
@@ -609,7 +652,7 @@ def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
         elif kind in _HALF_TYPES:
             value = ctypes.c_uint16()
         else:
-            raise TritonError(f"kernel {spec.name}: parameter {param.name} has type {kind}, which tritone's "
+            raise TritonError(f"kernel {spec.name}: parameter {param.label} has type {kind}, which tritone's "
                               "launcher cannot pass yet")
         storage.append(value)
         converters[f"v{slot}"] = value
@@ -618,8 +661,9 @@ def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _pack_lines(prefix: str, slot: int, param: Parameter) -> list[str]:
-    """The generated statements writing argument `param` into its slot."""
-    name, kind, target = param.name, param.type, f"{prefix}v{slot}.value"
+    """The generated statements writing argument `param` (a parameter or a tuple's
+    element) into its slot."""
+    name, kind, target = param.label, param.type, f"{prefix}v{slot}.value"
     if param.is_pointer:
         return [
             f"if type({name}) is {prefix}Tensor and {name}.get_device() == {prefix}device:",

@@ -14,10 +14,13 @@ attribute as Triton does (TRITON_CONTRACT section 2, TRITON_SEMANTICS 11):
 | float | fp32 | |
 | tensor / array | `*dtype` (`*k...` for const params) | "D" when the address is 16-byte aligned |
 | `@jit` function, `tl.constexpr` | constexpr | |
+| tuple / namedtuple | `TupleSpecialization` | (per element) |
 
 The attribute is `"D"`, `""` (looked at, not divisible) or None (not looked
-at: do_not_specialize, or a type that is never specialised). Numpy arrays in
-a byte order other than the machine's are refused.
+at: do_not_specialize, or a type that is never specialised). A tuple argument
+is typed element by element by the same table (its `(type, attribute)` pairs
+are held by a `TupleSpecialization`, whose own attribute is None); numpy arrays
+in a byte order other than the machine's are refused.
 
 `make_binder(fn)` generates, once per kernel, a Python function with the
 kernel's own parameter list that binds `*args, **kwargs` (defaults applied)
@@ -30,6 +33,7 @@ operations per torch tensor, int or float argument.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -84,6 +88,46 @@ def _element_type_name(dtype: Any) -> str:
     if name is None:
         raise TypeError(f"tensors of dtype {dtype} cannot be kernel arguments")
     return name
+
+
+@dataclass(frozen=True)
+class TupleSpecialization:
+    """The type of a tuple argument: `items` holds one `(type, attribute)` pair
+    per element, as `specialize_value` gives them (nested tuples as nested
+    TupleSpecializations), and `kind` is `tuple` or the argument's namedtuple
+    class, so that kernels compiled for namedtuples of other fields are not shared."""
+
+    kind: type
+    items: tuple[tuple[Any, Any], ...]
+
+    def signature(self) -> Any:
+        """The type as Triton's `ASTSource` signatures write it: a tuple (or a
+        namedtuple of `kind`) of the element types, constexpr elements as
+        `"constexpr"`."""
+        types = [item.signature() if isinstance(item, TupleSpecialization) else item for item, _ in self.items]
+        return self.kind._make(types) if self.kind is not tuple else tuple(types)
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields") and hasattr(type(value), "_make")
+
+
+def _specialize_tuple(value: tuple, is_const: bool, specialize: bool, align: bool,
+                      path: tuple[int, ...] = ()) -> TupleSpecialization:
+    """The TupleSpecialization of `value`, whose elements are typed with the
+    flags of the parameter; an element that cannot be an argument raises
+    naming its index (`element [1][0]`) below the tuple argument."""
+    items = []
+    for index, item in enumerate(value):
+        where = (*path, index)
+        if isinstance(item, tuple):
+            items.append((_specialize_tuple(item, is_const, specialize, align, where), None))
+            continue
+        try:
+            items.append(specialize_value(item, is_const, specialize, align))
+        except (TypeError, OverflowError) as error:
+            raise type(error)(f"element {''.join(f'[{i}]' for i in where)}: {error}") from None
+    return TupleSpecialization(type(value) if _is_namedtuple(value) else tuple, tuple(items))
 
 
 def _check_byte_order(value: Any) -> None:
@@ -149,8 +193,7 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
             return type_name, None
         return type_name, DIVISIBLE if align and data_address(value) % 16 == 0 else ""
     if isinstance(value, tuple):
-        raise TypeError("tuple arguments are not supported yet; annotate the parameter `tl.constexpr` "
-                        "to pass a compile-time tuple")
+        return _specialize_tuple(value, is_const, specialize, align), None
     raise TypeError(f"failed to specialize argument of type {type(value).__qualname__}")
 
 
