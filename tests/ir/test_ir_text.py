@@ -138,6 +138,11 @@ def build_kernel_module() -> Module:
     b.create_value("special", [], int64, {"name": "globaltimer"})
     b.create_value("special", [], int32, {"name": "smid"})
     b.create("special", [], [], {"name": "gdc_wait"})
+    # tl.map_elementwise before its pass: a scalar body over pairs of elements.
+    mapped = Region([float32, float32])
+    mb = Builder(mapped)
+    mb.create("yield", [mapped.args[1], mapped.args[0]])
+    b.create("map_elementwise", [x], [V16F], {"pack": 2}, [mapped])
     b.create("return")
     return module
 

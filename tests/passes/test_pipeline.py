@@ -28,7 +28,7 @@ module @k attributes {num_warps = 4} {
 
 
 def test_frontend_pipeline_end_to_end(capsys):
-    assert [pass_name(p) for p in FRONTEND_PASSES] == ["inline", "fold", "cse", "dce"]
+    assert [pass_name(p) for p in FRONTEND_PASSES] == ["inline", "map_elementwise", "fold", "cse", "dce"]
     module = run_pipeline(parse_module(KERNEL), {"num_warps": 4}, dump=True)
     assert print_module(module) == (
         "module @k attributes {num_warps = 4} {\n"
@@ -42,7 +42,8 @@ def test_frontend_pipeline_end_to_end(capsys):
         "}\n")
     err = capsys.readouterr().err
     headers = [line for line in err.splitlines() if line.startswith("// -----// IR Dump After")]
-    assert headers == [f"// -----// IR Dump After {name} //----- //" for name in ("inline", "fold", "cse", "dce")]
+    assert headers == [f"// -----// IR Dump After {name} //----- //" for name in ("inline", "map_elementwise", "fold",
+                                                                                     "cse", "dce")]
     assert err.endswith(print_module(module) + "\n")
     # Every dump parses back (the header is a comment).
     dumps = err.split("// -----// IR Dump After ")[1:]

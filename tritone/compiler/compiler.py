@@ -8,8 +8,9 @@ target holds its IR and runs on the CPU; one compiled for CUDA holds the
 generated CUDA, PTX and cubin and launches through `runtime.launcher`.
 
 `compile` also takes an IR file (`IRSource`, or its path): the text of a
-kernel's optimised IR (`asm["ttir"]`, or a `TRITONE_DUMP_IR` dump), which goes
-straight to the backend.
+kernel's IR (`asm["ttir"]`, or a `TRITONE_DUMP_IR` dump), which skips the
+frontend; the target-independent passes run on it (they leave optimised IR as
+it is) before the backend.
 """
 
 from __future__ import annotations
@@ -223,16 +224,18 @@ class IRSource:
         """The kernel's arguments, each its own leaf (IR files have no tuples)."""
         return tuple(ArgumentLeaf(num, name, (), self.signature[name]) for num, name in enumerate(self.fn.arg_names))
 
-
     def parse_options(self) -> dict[str, Any]:
         """The compile options the IR's module attributes record."""
         return {key: value for key, value in self.module.attrs.items() if key in KernelOptions.FIELD_NAMES}
 
     def make_ir(self) -> Module:
-        """A fresh copy of the module (backends rewrite the module they lower)."""
+        """A fresh copy of the module after the target-independent passes (so a
+        dump taken between passes compiles too); backends rewrite the module
+        they lower, hence a copy each time."""
         from ..ir.parser import parse_module
+        from ..passes import run_pipeline
 
-        return parse_module(self.src)
+        return run_pipeline(parse_module(self.src))
 
 
 class LazyDict(Mapping):
@@ -458,8 +461,8 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     `runtime.launch.active_target()`) with `options` (keywords of
     `KernelOptions`; others are ignored, as Triton's backends ignore them).
     `src` is an `ASTSource`, or an IR file (`IRSource` or its path), whose IR
-    skips the frontend and its passes and whose module attributes that are
-    options win over `options`.
+    skips the frontend and whose module attributes that are options win over
+    `options`.
 
     For a CUDA target (`GPUTarget("cuda", 90, 32)`) the result holds the CUDA
     C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC

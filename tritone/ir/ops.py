@@ -155,6 +155,8 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("atomic_rmw", 2, 3, 1, {"kind": _attr(_STR, ATOMIC_KINDS), "sem": _SEM, "scope": _SCOPE},
                effect=WRITE),
         OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE),
+        # a scalar function applied to every element (lowered to block ops by passes/map_elementwise.py)
+        OpSpec("map_elementwise", 1, None, "any", {"pack": _attr(_INT)}, (RegionSpec("body", "yield"),)),
         # reductions, scans, dots
         OpSpec("reduce", 1, None, "operands", {"axis": _attr(_INT)}, (RegionSpec("combine", "yield"),)),
         OpSpec("scan", 1, None, "operands", {"axis": _attr(_INT), "reverse": _attr(_BOOL)},
@@ -192,7 +194,7 @@ def _build_table() -> dict[str, OpSpec]:
 OP_SPECS: dict[str, OpSpec] = _build_table()
 
 # Ops whose regions end with `yield` (the others are `condition` and `return`).
-YIELD_PARENTS = ("for", "if", "while", "reduce", "scan")
+YIELD_PARENTS = ("for", "if", "while", "reduce", "scan", "map_elementwise")
 
 
 def op_spec(name: str) -> OpSpec:

@@ -374,6 +374,22 @@ def _check_reduce_scan(op: Operation) -> None:
     _check_combine_region(op)
 
 
+def _check_map_elementwise(op: Operation) -> None:
+    inputs = _types(op.operands)
+    shape = _shape(inputs[0])
+    if not shape or any(_shape(t) != shape for t in inputs):
+        _fail(f"inputs must be blocks of one shape, got {_fmt(inputs)}")
+    pack = op.attrs["pack"]
+    if pack < 1:
+        _fail(f"pack must be at least 1, got {pack}")
+    region = op.regions[0]
+    _expect_types("the body's argument types", _types(region.args), [t.scalar for t in inputs for _ in range(pack)])
+    yielded = _yield_types(region)
+    scalars = [r.scalar for r in _types(op.results)]
+    _expect_types("the body's yielded types", yielded, [s for s in scalars for _ in range(pack)])
+    _expect_types("the result types", _types(op.results), [_shaped(s, shape) for s in scalars])
+
+
 def _check_dot(op: Operation) -> None:
     a, b, acc = _types(op.operands)
     if not (a.is_block() and b.is_block() and acc.is_block()) or not len(a.shape) == len(b.shape) == len(acc.shape):
@@ -486,6 +502,7 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "reduce": _check_reduce_scan,
     "scan": _check_reduce_scan,
     "dot": _check_dot,
+    "map_elementwise": _check_map_elementwise,
     "for": _check_for,
     "while": _check_while,
     "if": _check_if,

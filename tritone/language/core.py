@@ -892,6 +892,19 @@ def logical_or(x, y, _semantic=None):
     return _semantic.logical_or(x, y)
 
 
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1, _semantic=None):
+    """Apply the `@jit` function `scalar_fn` to each element of `args` (tensors,
+    broadcast together) on its own, so it may branch and loop per element
+    (`if x > 0: ...` runs only where true). It returns one scalar or a tuple of
+    scalars; the result is a tensor or a tuple of tensors of the inputs' shape.
+    With `pack=n`, each call takes n consecutive elements (along the last dim)
+    of each input, as `n` arguments per input in a row, and returns `n` values per
+    result in a row."""
+    return _semantic.map_elementwise(_unwrap_if_constexpr(scalar_fn), [_unwrap_if_constexpr(a) for a in args],
+                                     _unwrap_if_constexpr(pack))
+
+
 # ---------------------------------------------------------------------------
 # Reductions and scans
 # ---------------------------------------------------------------------------

@@ -182,6 +182,52 @@ class ComputeSemantic:
         self.build_combine_region(region, combine_fn, element_types)
         return tuple(tensor(value, ty) for value, ty in zip(op.results, result_types))
 
+    # -- map_elementwise ------------------------------------------------------------------
+    def map_elementwise(self, scalar_fn, args: Sequence, pack: int):
+        """A `map_elementwise` op applying the `@jit` `scalar_fn` to every element of
+        `args` (broadcast together): its region takes `pack` consecutive elements
+        (along the last dim) of each input, `arg i*pack + j` being element j of
+        input i, and yields the results the same way, `k*pack + j`. Returns a
+        tensor, or a tuple when `scalar_fn` returns one. With only scalar inputs
+        it is a call of `scalar_fn`."""
+        if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1:
+            raise ValueError(f"pack must be a positive int, got {pack!r}")
+        inputs = [self.to_tensor(a) for a in args]
+        if not inputs:
+            raise ValueError("map_elementwise needs at least one input tensor")
+        inputs = list(self.broadcast_tensors(*inputs))
+        if not inputs[0].type.is_block():
+            if pack != 1:
+                raise ValueError(f"pack={pack} needs block inputs")
+            return self.call_jit_function(scalar_fn, inputs)
+        region = Region([t.dtype for t in inputs for _ in range(pack)])
+        point = self.builder.insertion_point()
+        self.builder.set_insertion_point_to_end(region)
+        try:
+            returned = self.call_jit_function(scalar_fn, [tensor(arg, arg.type) for arg in region.args])
+            single = not isinstance(returned, (tl.tuple, tuple, list))
+            results = [self.to_tensor(r) for r in ([returned] if single else list(returned))]
+            if any(r.type.is_block() for r in results):
+                raise TypeError("a map_elementwise function must return scalars, got "
+                                f"{', '.join(str(r.type) for r in results)}")
+            if not results or len(results) % pack:
+                raise TypeError(f"a map_elementwise function with pack={pack} returns a multiple of {pack} values, "
+                                f"got {len(results)}")
+            scalars = [results[k * pack].dtype for k in range(len(results) // pack)]
+            for index, result in enumerate(results):
+                if result.dtype != scalars[index // pack]:
+                    raise TypeError(f"value {index} of the map_elementwise function is {result.dtype}, but the "
+                                    f"values of one result must share a type ({scalars[index // pack]})")
+            self.create_void("yield", results)
+        finally:
+            self.builder.restore_insertion_point(point)
+        shape = inputs[0].type.shape
+        result_types = [block_type(ty, shape) for ty in scalars]
+        op = self.builder.create("map_elementwise", [t.handle for t in inputs], result_types, {"pack": pack},
+                                 [region])
+        outputs = [tensor(value, ty) for value, ty in zip(op.results, result_types)]
+        return outputs[0] if single and len(outputs) == 1 else tl.tuple(outputs)
+
     # -- math -------------------------------------------------------------------------
     def math_unary(self, op: str, x: tensor, allowed: Sequence[str]) -> tensor:
         """An elementwise math op on a float tensor of one of the `allowed` dtypes."""

@@ -16,7 +16,7 @@ from ..ir.core import Module
 from ..ir.printer import print_module
 from ..ir.verifier import IRVerificationError
 from ..ir.verifier import verify as verify_module
-from . import cse, dce, fold, inline
+from . import cse, dce, fold, inline, map_elementwise
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ class PassContext:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
-# Target-independent clean-up of the frontend's IR, in order.
-FRONTEND_PASSES: tuple[ModuleType, ...] = (inline, fold, cse, dce)
+# Target-independent clean-up of the frontend's IR, in order. map_elementwise
+# needs the scalar functions inlined into its regions.
+FRONTEND_PASSES: tuple[ModuleType, ...] = (inline, map_elementwise, fold, cse, dce)
 
 
 def pass_name(pass_module: ModuleType) -> str:
