@@ -17,7 +17,7 @@ from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
 from tritone.compiler import ASTSource
 from tritone.compiler.compiler import make_ir
 from tritone.errors import CompilationError
-from tritone.ir import print_module
+from tritone.ir import print_module, verify
 from tritone.passes import inline, map_elementwise, run_pipeline
 from tritone.passes.map_elementwise import MapElementwiseError
 
@@ -97,6 +97,11 @@ def map_kernel(X, N, K, OUT_SELU, OUT_STEPS, OUT_COUNT, OUT_LOAD, OUT_P, OUT_Q, 
     tl.store(OUT_R + offsets, r)
 
 
+MAP_KERNEL_SIGNATURE = {"X": "*fp32", "N": "*i32", "K": "*i32", "OUT_SELU": "*fp32", "OUT_STEPS": "*i32",
+                        "OUT_COUNT": "*fp32", "OUT_LOAD": "*fp32", "OUT_P": "*fp32", "OUT_Q": "*fp32", "OUT_R": "*fp32",
+                        "COUNTER": "*i32", "limit": "i32"}
+
+
 def _collatz(v: int) -> int:
     steps = 0
     while v != 1:
@@ -159,10 +164,10 @@ def test_broadcast_inputs_scalars_and_several_results():
 
 
 def test_the_op_is_gone_after_its_pass_and_uniform_loops_stay_loops():
-    src = ASTSource(map_kernel, {"X": "*fp32", "N": "*i32", "K": "*i32", "OUT_SELU": "*fp32", "OUT_STEPS": "*i32",
-                                 "OUT_COUNT": "*fp32", "OUT_LOAD": "*fp32", "OUT_P": "*fp32", "OUT_Q": "*fp32",
-                                 "OUT_R": "*fp32", "COUNTER": "*i32", "limit": "i32"}, {"BLOCK": 32})
-    text = print_module(make_ir(src, INTERPRETER_TARGET), locations=False)
+    src = ASTSource(map_kernel, MAP_KERNEL_SIGNATURE, {"BLOCK": 32})
+    module = make_ir(src, INTERPRETER_TARGET)
+    verify(module)
+    text = print_module(module, locations=False)
     assert "map_elementwise" not in text
     # `range(3)` has the same bounds for every element: still a `for`; the others became `while`s
     assert text.count(" = for(") == 1 and text.count(" = while(") == 2
@@ -179,9 +184,38 @@ def make_ir_frontend(src: ASTSource):
 
 def test_the_cuda_backend_needs_nothing_new(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    src = ASTSource(two_d_kernel, {"X": "*fp32", "LOW": "*fp32", "OUT": "*fp32", "FLAGS": "*i8"}, {"M": 16, "N": 64})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 80, 32))
-    assert ".entry two_d_kernel" in kernel.asm["ptx"]
+    for kernel, signature, constexprs in (
+            (two_d_kernel, {"X": "*fp32", "LOW": "*fp32", "OUT": "*fp32", "FLAGS": "*i8"}, {"M": 16, "N": 64}),
+            (map_kernel, MAP_KERNEL_SIGNATURE, {"BLOCK": 128})):
+        compiled = triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 80, 32))
+        assert f".entry {kernel.__name__}" in compiled.asm["ptx"]
+
+
+@triton.jit
+def scaled_sum(x, k):
+    c = 2.0
+    total = 0.0
+    for _ in range(k):
+        total += x * c
+    for _ in range(2):
+        total += c
+    return total * c
+
+
+@triton.jit
+def scaled_sum_kernel(X, K, OUT, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(OUT + offsets, tl.map_elementwise(scaled_sum, tl.load(X + offsets), tl.load(K + offsets)))
+
+
+def test_values_from_before_loops_are_used_in_and_after_them():
+    src = ASTSource(scaled_sum_kernel, {"X": "*fp32", "K": "*i32", "OUT": "*fp32"}, {"BLOCK": 16})
+    verify(make_ir(src, INTERPRETER_TARGET))
+    x = RNG.standard_normal(16).astype(np.float32)
+    k = RNG.integers(0, 4, 16).astype(np.int32)
+    out = np.zeros(16, np.float32)
+    scaled_sum_kernel[(1,)](x, k, out, 16)
+    np.testing.assert_allclose(out, (x * 2 * k + 4) * 2, rtol=1e-6)
 
 
 @triton.jit

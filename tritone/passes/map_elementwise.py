@@ -21,7 +21,8 @@ outside the region) stay scalars and are splat where a block is needed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from ..errors import TritonError
 from ..ir.core import Builder, Function, Module, Operation, Region, Value, replace_all_uses
@@ -189,6 +190,18 @@ class _Vectorizer:
             current = joined
         return self.value("reshape", [current[0]], result_type)
 
+    @contextmanager
+    def inside(self, region: Region) -> Iterator[None]:
+        """Build at the end of `region` (a loop's), then where the builder was; splats
+        made inside are not reused outside, where they are not defined."""
+        point, splats = self.b.insertion_point(), dict(self.splats)
+        self.b.set_insertion_point_to_end(region)
+        try:
+            yield
+        finally:
+            self.b.restore_insertion_point(point)
+            self.splats = splats
+
     # -- regions and ops ----------------------------------------------------------------------
     def region(self, region: Region, mask: Value | None) -> list[Value]:
         """Write `region`'s ops for the elements of `mask`; what its terminator passes on."""
@@ -274,11 +287,9 @@ class _Vectorizer:
                            [new_body], source=op)
         for old, new in zip(body.args, new_body.args):
             self.values[old] = new
-        point = self.b.insertion_point()
-        self.b.set_insertion_point_to_end(new_body)
-        yielded = [self.block(v) for v in self.region(body, mask)]
-        self.create("yield", yielded, [], source=op)
-        self.b.restore_insertion_point(point)
+        with self.inside(new_body):
+            yielded = [self.block(v) for v in self.region(body, mask)]
+            self.create("yield", yielded, [], source=op)
         for old, new in zip(op.results, loop.results):
             self.values[old] = new
 
@@ -292,22 +303,20 @@ class _Vectorizer:
         types = [running.type, lower.type] + [v.type for v in carried]
         before, after = Region(types), Region(types)
         loop = self.create("while", [running, lower, *carried], types, {}, [before, after], source=op)
-        point = self.b.insertion_point()
-        self.b.set_insertion_point_to_end(before)
-        self.create("condition", [self.any(before.args[0]), *before.args], [], source=op)
-        self.b.set_insertion_point_to_end(after)
-        running, index, values = after.args[0], after.args[1], list(after.args[2:])
-        body = op.regions[0]
-        self.values[body.args[0]] = index
-        for old, new in zip(body.args[1:], values):
-            self.values[old] = new
-        yielded = [self.block(v) for v in self.region(body, running)]
-        kept = [self.value("select", [running, new, old], old.type) for new, old in zip(yielded, values)]
-        following = self.value("add", [index, step], index.type, source=op)
-        still = self.value("and", [running, self.value("cmp", [following, upper], running.type, {"pred": "lt"})],
-                           running.type)
-        self.create("yield", [still, following, *kept], [], source=op)
-        self.b.restore_insertion_point(point)
+        with self.inside(before):
+            self.create("condition", [self.any(before.args[0]), *before.args], [], source=op)
+        with self.inside(after):
+            running, index, values = after.args[0], after.args[1], list(after.args[2:])
+            body = op.regions[0]
+            self.values[body.args[0]] = index
+            for old, new in zip(body.args[1:], values):
+                self.values[old] = new
+            yielded = [self.block(v) for v in self.region(body, running)]
+            kept = [self.value("select", [running, new, old], old.type) for new, old in zip(yielded, values)]
+            following = self.value("add", [index, step], index.type, source=op)
+            in_range = self.value("cmp", [following, upper], running.type, {"pred": "lt"})
+            self.create("yield", [self.value("and", [running, in_range], running.type), following, *kept], [],
+                        source=op)
         for old, new in zip(op.results, loop.results[2:]):
             self.values[old] = new
 
@@ -324,27 +333,23 @@ class _Vectorizer:
         forwarded = [running.type] + [self.block_type(a.type) for a in after.args] + [v.type for v in exits]
         new_after = Region(forwarded)
         loop = self.create("while", [running, *carried, *exits], forwarded, {}, [new_before, new_after], source=op)
-        point = self.b.insertion_point()
-
-        self.b.set_insertion_point_to_end(new_before)
-        running = new_before.args[0]
-        for old, new in zip(before.args, new_before.args[1:1 + len(carried)]):
-            self.values[old] = new
-        condition, *passed = self.region(before, running)
-        passed = [self.block(v) for v in passed]
-        go_on = self.block(condition)
-        leaving = self.both(running, self.negate(go_on))
-        previous = new_before.args[1 + len(carried):]
-        exits = [self.value("select", [leaving, new, old], old.type) for new, old in zip(passed, previous)]
-        still = self.both(running, go_on)
-        self.create("condition", [self.any(still), still, *passed, *exits], [], source=op)
-
-        self.b.set_insertion_point_to_end(new_after)
-        running = new_after.args[0]
-        for old, new in zip(after.args, new_after.args[1:1 + len(after.args)]):
-            self.values[old] = new
-        yielded = [self.block(v) for v in self.region(after, running)]
-        self.create("yield", [running, *yielded, *new_after.args[1 + len(after.args):]], [], source=op)
-        self.b.restore_insertion_point(point)
+        with self.inside(new_before):
+            running = new_before.args[0]
+            for old, new in zip(before.args, new_before.args[1:1 + len(carried)]):
+                self.values[old] = new
+            condition, *passed = self.region(before, running)
+            passed = [self.block(v) for v in passed]
+            go_on = self.block(condition)
+            leaving = self.both(running, self.negate(go_on))
+            previous = new_before.args[1 + len(carried):]
+            exits = [self.value("select", [leaving, new, old], old.type) for new, old in zip(passed, previous)]
+            still = self.both(running, go_on)
+            self.create("condition", [self.any(still), still, *passed, *exits], [], source=op)
+        with self.inside(new_after):
+            running = new_after.args[0]
+            for old, new in zip(after.args, new_after.args[1:1 + len(after.args)]):
+                self.values[old] = new
+            yielded = [self.block(v) for v in self.region(after, running)]
+            self.create("yield", [running, *yielded, *new_after.args[1 + len(after.args):]], [], source=op)
         for old, new in zip(op.results, loop.results[1 + len(after.args):]):
             self.values[old] = new
