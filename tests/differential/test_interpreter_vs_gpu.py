@@ -30,22 +30,12 @@ pytestmark = pytest.mark.gpu
 
 INTERPRET_VARIABLES = ("TRITON_INTERPRET", "TRITONE_INTERPRET")
 
-# Float outputs whose case has no agreement because it is left out of the
-# comparison with upstream's interpreter (which ignores tf32), though tritone's
-# interpreter truncates the inputs to tf32 as the tensor cores do: the products
-# are then exact in fp32 and only the order of the fp32 sums differs, as in the
-# case's ieee twin.
-GPU_AGREEMENT: dict[str, dict[str, Agreement]] = {
-    "matmul_float32_default_tf32": {"c": Agreement(rtol=1e-5, atol=1e-5)},
-}
-
-
 def _agreement(case: KernelCase, name: str, output: torch.Tensor) -> Agreement:
     """How the two runs of `case` must agree on output `name`: exactly unless it
     is a float output with a tolerance of its own."""
     if not output.dtype.is_floating_point:
         return EXACT
-    return GPU_AGREEMENT.get(case.name, {}).get(name, case.agreement.get(name, EXACT))
+    return case.agreement.get(name, EXACT)
 
 
 def _run_on_gpu(module, case: KernelCase, inputs, monkeypatch: pytest.MonkeyPatch) -> Outputs:
