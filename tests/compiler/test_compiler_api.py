@@ -91,7 +91,7 @@ def test_parse_options_keeps_every_option_and_ignores_unknown_names():
         backend.parse_options({"num_warps": 3})
 
 
-def test_inert_options_are_accepted_at_launch(tmp_path):
+def test_inert_options_are_accepted_at_launch():
     x, y, out = (RNG.standard_normal(40).astype(np.float32) for _ in range(3))
     scaled_add[(1,)](x, y, out, 40, 2.0, BLOCK=64, ptx_version=83, enable_reflect_ftz=False, instrumentation_mode="",
                      extern_libs=(("libdevice", "x.bc"),), backend_name="cuda", supported_fp8_dtypes=("fp8e5",))
