@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from tritone.ir.core import Operation
-from tritone.ir.types import dtype
+from tritone.ir.types import dtype, type_text
 
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_elementwise import elementwise
@@ -23,18 +23,18 @@ _RZI = {"i8": "s16", "u8": "u16", "i16": "s16", "u16": "u16", "i32": "s32", "u32
 
 
 def _float_to_int(x: str, src: dtype, dst: dtype) -> str:
-    width = "f64" if src.name == "fp64" else "f32"
-    value = x if src.name in ("fp32", "fp64") else widen(x, src)
-    conversion = _RZI[dst.name]
+    width = "f64" if type_text(src) == "fp64" else "f32"
+    value = x if type_text(src) in ("fp32", "fp64") else widen(x, src)
+    conversion = _RZI[type_text(dst)]
     return f"(({ctype(dst)})tt_{width}_to_{conversion}({value}))"
 
 
 def _int_to_float(x: str, src: dtype, dst: dtype) -> str:
-    if dst.name == "fp32":
+    if type_text(dst) == "fp32":
         return f"((float){x})"
-    if dst.name == "fp64":
+    if type_text(dst) == "fp64":
         return f"((double){x})"
-    if dst.name == "fp16":
+    if type_text(dst) == "fp16":
         if src.primitive_bitwidth == 64:
             return f"tt_{'s' if src.is_int_signed() else 'u'}64_to_f16({x})"
         return f"tt_{'s' if src.is_int_signed() else 'u'}32_to_f16({x})"
@@ -47,17 +47,17 @@ def _int_to_float(x: str, src: dtype, dst: dtype) -> str:
 
 
 def _float_to_float(x: str, src: dtype, dst: dtype, rounding: str) -> str:
-    if dst.name == "fp64":
+    if type_text(dst) == "fp64":
         return f"((double){widen(x, src)})"
-    if src.name == "fp64":
-        if dst.name == "fp32":
+    if type_text(src) == "fp64":
+        if type_text(dst) == "fp32":
             return f"__double2float_rz({x})" if rounding == "rtz" else f"((float){x})"
-        if dst.name == "fp16":
+        if type_text(dst) == "fp16":
             return f"tt_f64_to_f16{'_rz' if rounding == 'rtz' else ''}({x})"
         through = f"__double2float_rz({x})" if rounding == "rtz" else f"tt_f64_to_f32_odd({x})"
         return narrow(through, dst, rounding)
     as_f32 = widen(x, src)
-    if dst.name == "fp32":
+    if type_text(dst) == "fp32":
         return as_f32
     return narrow(as_f32, dst, rounding)
 
@@ -68,7 +68,7 @@ def cast_expr(x: str, src: dtype, dst: dtype, rounding: str = "rtne") -> str:
         return x
     if dst.is_bool():
         if src.is_floating():
-            zero = "0.0" if src.name == "fp64" else "0.0f"
+            zero = "0.0" if type_text(src) == "fp64" else "0.0f"
             return f"({widen(x, src)} != {zero})"
         return f"({x} != 0)"
     if src.is_ptr() or dst.is_ptr():
@@ -90,7 +90,7 @@ def emit_cast(em: Emitter, op: Operation) -> None:
     dst = op.results[0].type.scalar
     rounding = op.attrs.get("rounding") or "rtne"
     for ty in (src, dst):
-        if ty.is_floating() and ty.name not in NARROW_FLOATS + ("fp32", "fp64"):
+        if ty.is_floating() and type_text(ty) not in NARROW_FLOATS + ("fp32", "fp64"):
             raise CodegenError(f"cast involving {ty} at {op.loc}: the CUDA backend has no {ty}")
     elementwise(em, op, lambda xs: cast_expr(xs[0], src, dst, rounding))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tritone.ir.core import Operation, Value
+from tritone.ir.types import type_text
 
 from .codegen_base import Emitter, emits
 from .codegen_layout import _unique_registers
@@ -33,7 +34,7 @@ def _format(value: Value, hex_: bool) -> tuple[str, str]:
             bits = ty.primitive_bitwidth
             cast = "unsigned long long" if bits == 64 else "unsigned"
             spec = "0x%llx" if bits == 64 else "0x%x"
-            if ty.name in ("fp32", "fp64"):
+            if type_text(ty) in ("fp32", "fp64"):
                 return spec, f"tt_bitcast<{cast}>({{}})"
             return spec, f"({cast}){{}}.bits"
         return "%f", "(double)" + widen("{}", ty)

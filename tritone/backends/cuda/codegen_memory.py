@@ -18,6 +18,7 @@ shared memory).
 from __future__ import annotations
 
 from tritone.ir.core import Operation, Value
+from tritone.ir.types import type_text
 
 from .axis_info import max_vector_elements
 from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
@@ -63,7 +64,7 @@ def _offset_terms(em: Emitter, op: Operation) -> tuple[str, list[tuple[Value, li
     canonicalisation combines them: one widening multiply-add per address
     instead of a 64-bit addition per level. None for any other chain."""
     result = op.results[0]
-    if not result.type.is_block() or op.operands[1].type.scalar.name != "i32":
+    if not result.type.is_block() or type_text(op.operands[1].type.scalar) != "i32":
         return None
     dst = em.linear(result)
     terms = [(op.operands[1], list(range(dst.num_registers)))]
@@ -75,7 +76,7 @@ def _offset_terms(em: Emitter, op: Operation) -> tuple[str, list[tuple[Value, li
             return None
         if producer.name == "broadcast":
             to_src = (lambda inner, outer: lambda c: outer(inner(c)))(to_src, _broadcast_map(producer))
-        elif producer.name == "addptr" and producer.operands[1].type.scalar.name == "i32":
+        elif producer.name == "addptr" and type_text(producer.operands[1].type.scalar) == "i32":
             offset = producer.operands[1]
             if not offset.type.is_block():
                 return None
@@ -269,7 +270,7 @@ _CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 def _atomic_instruction(em: Emitter, kind: str, ty, qualifiers: str) -> tuple[str, int] | None:
     """(PTX of one native atom, operand bits) for `kind` on `ty`, or None when it needs a CAS loop."""
     bits = ty.primitive_bitwidth
-    name = ty.name
+    name = type_text(ty)
     if ty.is_floating():
         if kind == "add":
             if name in ("fp32", "fp64"):

@@ -7,7 +7,7 @@ import struct
 
 import numpy as np
 
-from tritone.ir.types import dtype
+from tritone.ir.types import dtype, type_text
 
 _SCALAR_CTYPES = {
     "i1": "bool",
@@ -44,7 +44,7 @@ def ctype(ty: dtype) -> str:
     if ty.is_ptr():
         return ctype(ty.element_ty) + "*"
     try:
-        return _SCALAR_CTYPES[ty.name]
+        return _SCALAR_CTYPES[type_text(ty)]
     except KeyError:
         raise UnsupportedType(f"the CUDA backend has no representation for {ty}") from None
 
@@ -55,7 +55,7 @@ def unsigned_ctype(ty: dtype) -> str:
 
 
 def is_narrow_float(ty: dtype) -> bool:
-    return ty.scalar.name in NARROW_FLOATS
+    return type_text(ty.scalar) in NARROW_FLOATS
 
 
 def compute_ctype(ty: dtype) -> str:
@@ -65,7 +65,7 @@ def compute_ctype(ty: dtype) -> str:
 
 def widen(expr: str, ty: dtype) -> str:
     """`expr` of IR type `ty` as its compute type (exact)."""
-    name = ty.scalar.name
+    name = type_text(ty.scalar)
     if name in NARROW_FLOATS:
         return f"tt_{_SHORT[name]}_to_f32({expr})"
     return expr
@@ -73,7 +73,7 @@ def widen(expr: str, ty: dtype) -> str:
 
 def narrow(expr: str, ty: dtype, rounding: str = "rtne") -> str:
     """An fp32 `expr` rounded to the narrow float `ty` (RNE, or toward zero)."""
-    name = ty.scalar.name
+    name = type_text(ty.scalar)
     if name not in NARROW_FLOATS:
         return expr
     suffix = "_rz" if rounding == "rtz" else ""
@@ -102,7 +102,7 @@ def _fp8_bits(value: float, exponent_bits: int, mantissa_bits: int) -> int:
 def literal(value, ty: dtype) -> str:
     """`value` (an IR constant already representable in `ty`) as a C++ expression of type `ty`."""
     ty = ty.scalar
-    name = ty.name
+    name = type_text(ty)
     if ty.is_ptr():
         return f"(({ctype(ty)})0x{int(value) & (2**64 - 1):x}ull)"
     if name == "i1":

@@ -12,6 +12,7 @@ rounded after each step.
 from __future__ import annotations
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from ..codegen_base import CodegenError
 from ..codegen_layout import _unique_registers
@@ -90,7 +91,7 @@ class FmaDot(DotImplementation):
 def _multiply_add(acc_ty, a: str, b: str, acc: str) -> str:
     if acc_ty.is_int():
         return f"(int)((unsigned){acc} + (unsigned)({a} * {b}))"
-    if acc_ty.name == "fp64":
+    if type_text(acc_ty) == "fp64":
         return f"fma({a}, {b}, {acc})"
     if is_narrow_float(acc_ty):
         return narrow(f"fmaf({a}, {b}, {widen(acc, acc_ty)})", acc_ty)
@@ -134,7 +135,7 @@ class _ElementReader:
         name = em.fresh("tt_op")
         if self.ty.is_int():
             em.line(f"const int {name} = (int){value};")
-        elif self.ty.name == "fp64":
+        elif type_text(self.ty) == "fp64":
             em.line(f"const double {name} = {value};")
         else:
             em.line(f"const float {name} = {widen(value, self.ty)};")

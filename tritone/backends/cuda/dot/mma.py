@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from ..codegen_base import CodegenError, bits_expr
 from ..layouts import DistributedLayout, DotOperandLayout, LinearLayout, NvidiaMmaLayout, SwizzledSharedLayout
@@ -342,9 +343,9 @@ def _warp_coord(em, bases: list[int]) -> str:
 
 
 def _element_bits(ty, ref: str) -> str:
-    if ty.name in ("fp16", "bf16", "fp8e4nv", "fp8e5"):
+    if type_text(ty) in ("fp16", "bf16", "fp8e4nv", "fp8e5"):
         return f"{ref}.bits"
-    if ty.name == "fp32":
+    if type_text(ty) == "fp32":
         return f"__float_as_uint({ref})"
     if ty.is_int():
         return f"(unsigned char){ref}"
@@ -403,13 +404,13 @@ def mma_helper(em, name: str, ptx: str, acc_ty: str, c_count: int, a_count: int,
 
 def acc_kind(ty) -> str:
     """The mma accumulator kind of an IR element type."""
-    return {"fp32": "f32", "i32": "s32", "fp16": "f16"}[ty.name]
+    return {"fp32": "f32", "i32": "s32", "fp16": "f16"}[type_text(ty)]
 
 
 def fp8_to_f16_helper(em, ty, target: int) -> str:
     """Declare (once) `name(x, lo, hi)`: four fp8 values of `ty` packed in `x` as two
     f16x2 words (bytes 0, 1 in `lo`, 2, 3 in `hi`), exactly."""
-    if ty.name == "fp8e5":
+    if type_text(ty) == "fp8e5":
         # e5m2 is the high byte of an fp16.
         name = "tt_e5m2x4_to_f16x4"
         body = ('  asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(lo) : "r"(x));\n'

@@ -8,6 +8,7 @@ the FMA implementation takes them.
 from __future__ import annotations
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from . import register
 from .mma import Instruction, Issue, MmaDot, acc_kind, mma_helper
@@ -49,13 +50,13 @@ class MmaTuring(MmaDot):
             return None
         a, b, acc = op.operands
         ta, tb, tc = a.type.scalar, b.type.scalar, acc.type.scalar
-        if ta.name in _FP8 and tb.name in _FP8 and tc.name in ("fp32", "fp16"):
+        if type_text(ta) in _FP8 and type_text(tb) in _FP8 and type_text(tc) in ("fp32", "fp16"):
             return Instruction(4, fp8_via_f16(ta, tb, target, f16_m16n8k8(acc_kind(tc))))
         if ta != tb:
             return None
-        if ta.name == "fp16" and tc.name in ("fp32", "fp16"):
+        if type_text(ta) == "fp16" and type_text(tc) in ("fp32", "fp16"):
             return Instruction(2, f16_m16n8k8(acc_kind(tc)))
-        if ta.name == "i8" and tc.name == "i32":
+        if type_text(ta) == "i8" and type_text(tc) == "i32":
             return Instruction(4, s8_m8n8k16)
         return None
 

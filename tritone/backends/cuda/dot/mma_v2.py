@@ -11,6 +11,7 @@ unchanged).
 from __future__ import annotations
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from . import register
 from .mma import Instruction, Issue, MmaDot, acc_kind, convert_fp8_fragments, mma_helper
@@ -79,25 +80,25 @@ class MmaV2(MmaDot):
             return None
         a, b, acc = op.operands
         ta, tb, tc = a.type.scalar, b.type.scalar, acc.type.scalar
-        if ta.name in _FP8 and tb.name in _FP8:
-            if tc.name == "fp32" and target >= 89:
-                ea, eb = _FP8[ta.name], _FP8[tb.name]
+        if type_text(ta) in _FP8 and type_text(tb) in _FP8:
+            if type_text(tc) == "fp32" and target >= 89:
+                ea, eb = _FP8[type_text(ta)], _FP8[type_text(tb)]
                 return Instruction(4, single(f"tt_mma_m16n8k32_f32_{ea}_{eb}",
                                              f"mma.sync.aligned.m16n8k32.row.col.f32.{ea}.{eb}.f32", "f32"))
-            if tc.name in ("fp32", "fp16"):
+            if type_text(tc) in ("fp32", "fp16"):
                 return Instruction(4, fp8_via_f16(ta, tb, target, f16_m16n8k16(acc_kind(tc))))
             return None
         if ta != tb:
             return None
-        if ta.name == "fp16" and tc.name in ("fp32", "fp16"):
+        if type_text(ta) == "fp16" and type_text(tc) in ("fp32", "fp16"):
             return Instruction(2, f16_m16n8k16(acc_kind(tc)))
-        if ta.name == "bf16" and tc.name == "fp32":
+        if type_text(ta) == "bf16" and type_text(tc) == "fp32":
             return Instruction(2, single("tt_mma_m16n8k16_f32_bf16",
                                          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "f32"))
-        if ta.name == "i8" and tc.name == "i32":
+        if type_text(ta) == "i8" and type_text(tc) == "i32":
             return Instruction(4, single("tt_mma_m16n8k32_s32_s8",
                                          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "s32"))
-        if ta.name == "fp32" and tc.name == "fp32":
+        if type_text(ta) == "fp32" and type_text(tc) == "fp32":
             precision = op.attrs.get("input_precision", "tf32")
             ptx = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
             if precision == "tf32":
