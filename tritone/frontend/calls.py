@@ -121,7 +121,10 @@ class CallsMixin:
         return constexpr(None)
 
     def _static_print(self, node: ast.AST, args: list[Any], kwargs: dict[str, Any]) -> None:
-        builtins.print(*[to_python(a) for a in args], **{k: to_python(v) for k, v in kwargs.items()})
+        # Tuples and lists (`x.shape`) print in Triton's form, as tl.tuple's str writes it.
+        texts = [tl_tuple(a) if isinstance(a, list) else a if isinstance(a, tl_tuple) else to_python(a)
+                 for a in args]
+        builtins.print(*texts, **{k: to_python(v) for k, v in kwargs.items()})
         return constexpr(None)
 
     def _device_print(self, node: ast.AST, args: list[Any], kwargs: dict[str, Any]) -> Any:

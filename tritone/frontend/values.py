@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ..ir.core import Value
-from ..ir.types import block_type, dtype, pointer_type, type_text
+from ..ir.types import dtype
 from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor, tuple_type
 from ..language.core import slice as tl_slice
@@ -236,34 +236,15 @@ def is_namedtuple_type(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
 
 
-# Triton's spellings of types in error messages (`int32`, `<['128'], fp32>`),
-# so messages read as users of Triton know them.
-_UPSTREAM_SCALAR_NAMES = {
-    "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-}
-
-
 def describe_type(ty: Any) -> str:
-    """A type as Triton prints it in its error messages."""
-    if isinstance(ty, block_type):
-        dims = ", ".join(f"'{s}'" for s in ty.shape)
-        return f"<[{dims}], {describe_type(ty.element_ty)}>"
-    if isinstance(ty, block_pointer_type):
-        return f"pointer<{describe_type(ty.block)}>"
-    if isinstance(ty, pointer_type):
-        return f"pointer<{describe_type(ty.element_ty)}>"
-    if isinstance(ty, dtype):
-        text = type_text(ty)
-        return _UPSTREAM_SCALAR_NAMES.get(text, text)
+    """A type as Triton prints it in its error messages (`int32`, `<['128'], fp32>`)."""
     return str(ty)
 
 
 def describe_value(value: Any) -> str:
-    """A kernel value as Triton prints it in its error messages (`int32[]`, `fp32[128]`)."""
+    """A kernel value as Triton prints it in its error messages (`int32[]`, `fp32[constexpr[128]]`)."""
     if isinstance(value, tensor):
-        dims = ", ".join(str(s) for s in value.type.shape)
-        return f"{describe_type(value.type.scalar)}[{dims}]"
+        return str(value)
     if isinstance(value, tl_tuple):
         return "(" + ", ".join(describe_value(v) for v in value.values) + ")"
     if isinstance(value, block_pointer):

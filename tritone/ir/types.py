@@ -63,8 +63,8 @@ class dtype:
     # `_key` is the compact spelling (`type_text`), which every check below reads.
     __slots__ = ("name", "_key")
 
-    SINT_TYPES = ("i8", "i16", "i32", "i64")
-    UINT_TYPES = ("i1", "u8", "u16", "u32", "u64")
+    SINT_TYPES = ("int8", "int16", "int32", "int64")
+    UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
     FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
 
@@ -73,7 +73,7 @@ class dtype:
         if key not in _SCALARS:
             raise ValueError(f"unknown dtype {name!r}")
         object.__setattr__(self, "_key", key)
-        object.__setattr__(self, "name", key)
+        object.__setattr__(self, "name", _TRITON_NAMES.get(key, key))
 
     def __setattr__(self, key, value):
         raise AttributeError("dtypes are immutable")
@@ -268,7 +268,7 @@ class pointer_type(dtype):
         object.__setattr__(self, "address_space", address_space)
         object.__setattr__(self, "const", const)
         object.__setattr__(self, "_key", ("*k" if const else "*") + element_ty._key)
-        object.__setattr__(self, "name", f"pointer<{element_ty}>")
+        object.__setattr__(self, "name", f"{'const_pointer' if const else 'pointer'}<{element_ty}>")
 
     @property
     def _info(self):
@@ -309,14 +309,14 @@ class pointer_type(dtype):
         return hash(("ptr", self.element_ty_, self.address_space, self.const))
 
     def __str__(self) -> str:
-        return ("*k" if self.const else "*") + str(self.element_ty_)
+        return self.name
 
     @property
     def cache_key_part(self) -> str:
-        return str(self)
+        return self.name
 
     def __repr__(self) -> str:
-        return f"pointer_type({self.element_ty_!r})"
+        return self.name
 
     def mangle(self) -> str:
         return "P" + self.element_ty_.mangle()
@@ -339,7 +339,8 @@ class block_type(dtype):
         object.__setattr__(self, "layout", layout)
         dims = "x".join(str(s) for s in shape)
         object.__setattr__(self, "_key", f"<{dims}x{element_ty._key}>")
-        object.__setattr__(self, "name", str(self))
+        # Triton writes the shape as the list of its dims' strings: `<['4', '8'], fp32>`.
+        object.__setattr__(self, "name", f"<{[str(s) for s in shape]}, {element_ty}>")
 
     @property
     def _info(self):
@@ -391,14 +392,10 @@ class block_type(dtype):
         return hash(("block", self.element_ty_, self.shape_, self.layout))
 
     def __str__(self) -> str:
-        dims = "x".join(str(s) for s in self.shape_)
-        text = f"<{dims}x{self.element_ty_}"
-        if self.layout is not None:
-            text += f", {self.layout}"
-        return text + ">"
+        return self.name
 
     def __repr__(self) -> str:
-        return f"block_type({self.element_ty_!r}, {list(self.shape_)})"
+        return self.name
 
     def mangle(self) -> str:
         return self.element_ty_.mangle() + "S" + "_".join(map(str, self.shape_)) + "S"
@@ -414,6 +411,8 @@ def type_text(ty: dtype) -> str:
 
 
 _LONG_NAMES = {v: k for k, v in _ALIASES.items() if k not in ("u1", "B")}
+# Triton's `dtype.name`: the integers' long names, the floats' short ones.
+_TRITON_NAMES = {key: long for key, long in _LONG_NAMES.items() if _SCALARS[key][0] == "int"}
 
 void = dtype("void")
 int1 = dtype("i1")

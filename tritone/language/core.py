@@ -179,7 +179,8 @@ class tensor(base_value):
         return constexpr(n)
 
     def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(str(s.value) for s in self.shape)}]"
+        # As Triton prints it (static_print, messages): `int32[]`, `fp32[constexpr[128]]`.
+        return f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
 
     def __repr__(self) -> str:
         return f"tensor({self.type})"
@@ -419,8 +420,13 @@ class tuple(base_value):
         other = other.values if isinstance(other, tuple) else list(other)
         return tuple(self.values + other)
 
+    def __str__(self):
+        # Triton's form (static_print, messages): the list of the values' texts,
+        # constexprs unwrapped: `['128', 'int32[]']`.
+        return str([str(_unwrap_if_constexpr(v)) for v in self.values])
+
     def __repr__(self):
-        return f"tl.tuple({self.values!r})"
+        return "(" + ", ".join(repr(v) for v in self.values) + ")"
 
 
 class const:
@@ -500,10 +506,7 @@ class PropagateNan(enum.IntEnum):
 
 def dtype_name(ty: dtype) -> str:
     """The name Triton prints for a dtype in messages: `int32`, `uint8`, `fp16`, `bf16`."""
-    if ty.is_ptr() or ty.is_block():
-        return str(ty)
-    text = _types.type_text(ty)
-    return _types._LONG_NAMES.get(text, text) if ty.is_int() else text
+    return str(ty)
 
 
 def validate_block_shape(shape) -> int:
