@@ -72,6 +72,16 @@ def test_same_specialization_compiles_once():
     assert cache_entries(scale_kernel) == 4
 
 
+def test_options_holding_dicts_and_lists_are_cached():
+    x = torch.rand(64)
+    out = torch.full((64,), float("nan"))
+    scale_kernel.device_caches.clear()
+    first = scale_kernel[(1,)](x, out, 64, 2.0, extern_libs={"libdevice": "/lib.bc"}, ptx_options=["-v"])
+    second = scale_kernel[(1,)](x, out, 64, 2.0, extern_libs={"libdevice": "/lib.bc"}, ptx_options=["-v"])
+    assert first is second and cache_entries(scale_kernel) == 1
+    torch.testing.assert_close(out, 2.0 * x, rtol=0, atol=0)
+
+
 def test_changing_the_kernel_cache_is_seen_by_the_argument_key_lookup(monkeypatch):
     from tritone.compiler import compiler as compiler_module
 

@@ -237,6 +237,18 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -
     return compiler.ASTSource(fn, signature, constexprs, attrs)
 
 
+def _hashable(value):
+    """`value` as a hashable key: dicts become sorted item tuples, lists and sets tuples
+    (launch options such as `extern_libs={...}` hold them)."""
+    if isinstance(value, dict):
+        return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(_hashable(item) for item in value))
+    return value
+
+
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
     return UnknownKeywordError(
         f"Keyword argument {name} was specified but unrecognised (kernel {fn.__name__} has parameters "
@@ -303,8 +315,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
 
     knob_values = _launch_knobs()
     interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = knob_values
-    options_key = (tuple(sorted(extra.items())) if extra else (), fn.debug, fp_fusion_default, fp32_default,
-                   debug_knob)
+    options_key = (_hashable(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
     cache = fn.device_caches.for_site(site := _site(interpret))
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)
