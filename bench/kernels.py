@@ -7,11 +7,13 @@ chosen implementation (upstream `triton` or `tritone`), so both compile exactly
 the same text. The text is compiled under this file's name with its real line
 numbers, so `inspect.getsource` (which both implementations use to read a
 kernel) finds each kernel here and error messages point into this file.
+`Kernels.autotune` wraps one of them in the same implementation's autotuner.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -230,9 +232,11 @@ def attention_fwd_kernel(Q, K, V, Out, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, 
 
 @dataclass(frozen=True)
 class Kernels:
-    """The benchmark kernels of one implementation, as its `@jit` functions."""
+    """The benchmark kernels of one implementation, as its `@jit` functions, and the
+    implementation's package (`triton` or `tritone`)."""
 
     implementation: str
+    package: ModuleType
     add: Any
     launch_probe: Any
     softmax: Any
@@ -241,6 +245,17 @@ class Kernels:
     layer_norm_bwd_dwdb: Any
     matmul: Any
     attention_fwd: Any
+
+    def autotune(self, kernel: Any, configs: Sequence[tuple[dict[str, Any], int, int]], key: Sequence[str],
+                 do_bench: Callable[..., Any] | None = None) -> Any:
+        """`kernel` under this implementation's `autotune`, choosing among `configs`
+        (meta-parameters, num_warps, num_stages) whenever the `key` arguments change,
+        timing them with `do_bench(kernel_call, quantiles)` (None: the package's own).
+
+        Each call makes a new autotuner, with no choice made yet."""
+        package = self.package
+        choices = [package.Config(dict(meta), num_warps=warps, num_stages=stages) for meta, warps, stages in configs]
+        return package.autotune(configs=choices, key=list(key), do_bench=do_bench)(kernel)
 
 
 def _source_first_line() -> int:
@@ -263,6 +278,7 @@ def bind(triton_module: ModuleType, tl_module: ModuleType) -> Kernels:
     exec(compile(tree, __file__, "exec"), namespace)
     return Kernels(
         implementation=triton_module.__name__,
+        package=triton_module,
         add=namespace["add_kernel"],
         launch_probe=namespace["launch_probe_kernel"],
         softmax=namespace["softmax_kernel"],

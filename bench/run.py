@@ -2,6 +2,7 @@
 from the same run, with ratios.
 
     python bench/run.py [--only NAME ...] [--quick] [--check] [--csv PATH] [--arch-compare sm80]
+                        [--matmul-configs]
 
 The process started from the command line only orchestrates: it runs the
 benchmarks in a worker process (and a fresh one after a worker dies, hangs or
@@ -88,6 +89,18 @@ class MatmulConfig:
     def __str__(self) -> str:
         return f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} s{self.num_stages}"
 
+    @property
+    def meta(self) -> dict[str, int]:
+        """The kernel's constexpr meta-parameters of this config."""
+        return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m}
+
+    @classmethod
+    def of(cls, config: Any) -> MatmulConfig:
+        """The config an autotuner's `Config` (either implementation's) stands for."""
+        meta = config.kwargs
+        return cls(meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], config.num_warps,
+                   config.num_stages)
+
 
 MATMUL_CONFIGS = (
     MatmulConfig(128, 256, 64, 8, 8, 3),
@@ -121,8 +134,8 @@ ATTENTION_CONFIGS = (
 class Row:
     """One measurement (or failure) of one implementation on one case.
 
-    role "result" rows make the table (the best config of an implementation);
-    role "config" rows record every config measured, for the CSV."""
+    role "result" rows make the table (an implementation's best config, or its
+    autotuned kernel); role "config" rows record every config measured, for the CSV."""
 
     group: str
     bench: str
@@ -181,12 +194,15 @@ class Variant:
 
     `run(i)` computes on input set `i` and returns the outputs; `poison` holds the
     preallocated outputs of input set 0, filled with NaN before the correctness check
-    so that an element the kernel fails to write shows up."""
+    so that an element the kernel fails to write shows up. A variant that tunes itself
+    (an autotuned kernel) has `tuning`, which after its first run gives the row's
+    detail and note: the config it chose and what the tuning left to report."""
 
     impl: str
     run: Callable[[int], Sequence[Any]]
     poison: Sequence[Any] = ()
     detail: str = ""
+    tuning: Callable[[], tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +226,7 @@ class Context:
     sizes: Sizes
     quick: bool
     check: bool
+    matmul_configs: bool
     group: str
     timer: Any
     events: Any
@@ -254,39 +271,47 @@ class Context:
                 self.lost = one_line(exc)
             raise
 
-    def run_case(self, case: Case, variants: Callable[[str], list[Variant]], impls: Sequence[str] = IMPLS) -> None:
-        """Measure every implementation of `case`; each reports its fastest correct variant."""
+    def run_case(self, case: Case, variants: Callable[[str], list[Variant]], impls: Sequence[str] = IMPLS,
+                 configs_only: bool = False) -> None:
+        """Measure every implementation of `case`; each reports its fastest correct variant.
+        With `configs_only`, every variant is only recorded as a config row (for the CSV),
+        and the table gets nothing from this call."""
         for impl in impls:
             base = Row(group=self.group, bench=case.bench, case=case.case, impl=impl, unit=case.unit)
             try:
                 candidates = variants(impl)
             except Exception as exc:
-                self.emit(replace(base, error=one_line(exc)))
+                self.emit(replace(base, error=one_line(exc), role="config" if configs_only else "result"))
                 continue
             measured: list[Row] = []
             failed: list[str] = []
+            as_configs = configs_only or len(candidates) > 1
             for variant in candidates:
                 try:
                     timing, error = self.evaluate(case, variant)
                 except Exception as exc:
                     failed.append(f"{variant.detail}: {one_line(exc)}" if variant.detail else one_line(exc))
-                    if len(candidates) > 1:
+                    if as_configs:
                         self.emit(replace(base, detail=variant.detail, error=one_line(exc), role="config"))
                     continue
+                detail, note = variant.tuning() if variant.tuning else (variant.detail, "")
                 row = replace(
                     base, value=case.work / timing.median * UNIT_SCALE[case.unit], median=timing.median,
                     min=timing.min, p20=timing.p20, p80=timing.p80, reps=timing.reps, rel_err=error,
-                    detail=variant.detail)
+                    detail=detail, note=note)
                 measured.append(row)
-                if len(candidates) > 1:
+                if as_configs:
                     self.emit(replace(row, role="config"))
+            if configs_only:
+                continue
             if not measured:
                 reason = failed[0] if len(failed) == 1 else f"all {len(failed)} configs failed; first: {failed[0]}"
                 self.emit(replace(base, error=reason))
                 continue
             best = max(measured, key=lambda row: row.value)
-            note = f"{len(failed)} of {len(candidates)} configs failed; first: {failed[0]}" if failed else ""
-            self.emit(replace(best, note=note), progress=len(candidates) == 1)
+            if failed:
+                best = replace(best, note=f"{len(failed)} of {len(candidates)} configs failed; first: {failed[0]}")
+            self.emit(best, progress=len(candidates) == 1)
             if len(candidates) > 1:
                 print(f"  [{case.bench}] {case.case} | {impl}: best {best.detail}", flush=True)
 
@@ -517,8 +542,11 @@ def bench_layernorm(ctx: Context) -> None:
 
 
 def bench_matmul(ctx: Context) -> None:
-    """C = A @ B in fp16 with fp32 accumulation, grouped program order; each kernel
-    implementation runs a fixed set of configs and reports its best."""
+    """C = A @ B in fp16 with fp32 accumulation, grouped program order. Each kernel
+    implementation runs the kernel under its own `autotune` over the matmul configs,
+    keyed on M, N and K, and reports the tuned kernel; the row's detail and note name
+    the config it chose. With --matmul-configs (always in --check) every config is also
+    timed on its own, as config rows for the CSV."""
     import torch
 
     m, n, k = ctx.sizes.matmul
@@ -530,25 +558,72 @@ def bench_matmul(ctx: Context) -> None:
     case = Case("matmul", shape, "TFLOP/s", 2.0 * m * n * k, [reference], 5e-3)
     configs = MATMUL_CONFIGS[:2] if ctx.quick or ctx.check else MATMUL_CONFIGS
 
-    def variants(impl: str) -> list[Variant]:
+    def launch(kernel: Any, grid: Any, **options: int) -> None:
+        kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                     **options)
+
+    def tuned(impl: str) -> list[Variant]:
         if impl == "torch":
             return [Variant(impl, lambda i: (torch.mm(a, b, out=c),), [c])]
+        kernels = ctx.kernels(impl)
+        # On the GPU each package tunes with its own benchmarker. The interpreters have
+        # none that times (upstream's has no driver at all), so --check times each config
+        # once with the host clock: both tuners then run their timing path.
+        kernel = kernels.autotune(kernels.matmul, [(config.meta, config.num_warps, config.num_stages)
+                                                   for config in configs], key=("M", "N", "K"),
+                                  do_bench=host_clock_bench if ctx.check else None)
+
+        def grid(meta: dict[str, Any]) -> tuple[int]:
+            return (cdiv(m, meta["BLOCK_M"]) * cdiv(n, meta["BLOCK_N"]),)
+
+        def run(i: int) -> tuple[Any, ...]:
+            launch(kernel, grid)
+            return (c,)
+
+        return [Variant(impl, run, [c], tuning=lambda: tuning_report(kernel))]
+
+    def fixed(impl: str) -> list[Variant]:
         kernel = ctx.kernels(impl).matmul
 
         def runner(config: MatmulConfig) -> Callable[[int], tuple[Any, ...]]:
             grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n),)
 
             def run(i: int) -> tuple[Any, ...]:
-                kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                             c.stride(1), BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                             GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages)
+                launch(kernel, grid, **config.meta, num_warps=config.num_warps, num_stages=config.num_stages)
                 return (c,)
 
             return run
 
         return [Variant(impl, runner(config), [c], str(config)) for config in configs]
 
-    ctx.run_case(case, variants)
+    ctx.run_case(case, tuned)
+    if ctx.matmul_configs or ctx.check:
+        ctx.run_case(case, fixed, impls=KERNEL_IMPLS, configs_only=True)
+
+
+def host_clock_bench(kernel_call: Callable[[], Any], quantiles: Sequence[float]) -> list[float]:
+    """An autotuner's `do_bench` for the interpreters: one call's milliseconds by the host
+    clock, as every quantile asked for."""
+    begin = time.perf_counter()
+    kernel_call()
+    elapsed_ms = (time.perf_counter() - begin) * 1e3
+    return [elapsed_ms] * len(quantiles)
+
+
+def tuning_report(autotuner: Any) -> tuple[str, str]:
+    """The config `autotuner` (either implementation's, after a launch) chose, and a note
+    saying so, with the configs that failed while it tuned. Upstream records a failed
+    config as an infinite timing; tritone also keeps the reason."""
+    chosen = str(MatmulConfig.of(autotuner.best_config))
+    timings = autotuner.configs_timings or {}
+    note = f"autotuned: {chosen}"
+    failed = [config for config, timing in timings.items()
+              if not math.isfinite(timing[0] if isinstance(timing, (list, tuple)) else timing)]
+    if failed:
+        reason = getattr(autotuner, "config_failures", {}).get(failed[0], "")
+        note += f"; {len(failed)} of {len(timings)} failed, first {MatmulConfig.of(failed[0])}"
+        note += f": {reason}" if reason else ""
+    return chosen, note
 
 
 def bench_attention(ctx: Context) -> None:
@@ -801,7 +876,8 @@ def worker_main(args: argparse.Namespace) -> int:
         if args.arch:
             events.write(json.dumps({"event": "note", "line": arch_line}) + "\n")
         ctx = Context(
-            sizes=CHECK_SIZES if args.check else FULL_SIZES, quick=args.quick, check=args.check, group=args.arch,
+            sizes=CHECK_SIZES if args.check else FULL_SIZES, quick=args.quick, check=args.check,
+            matmul_configs=args.matmul_configs, group=args.arch,
             timer=Timer(device, plan), events=events, implementations=load_implementations(),
             show_tracebacks=args.traceback)
         events.write(json.dumps({"event": "environment", "line": environment_line(torch, device)}) + "\n")
@@ -900,6 +976,7 @@ def run_workers(names: list[str], args: argparse.Namespace, end_by: float | None
             command = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(remaining),
                        "--events", str(events_path), "--arch", arch]
             command += [flag for flag, on in (("--check", args.check), ("--quick", args.quick),
+                                              ("--matmul-configs", args.matmul_configs),
                                               ("--traceback", args.traceback)) if on]
             # Its own process group, so that stopping it also stops the first-call children.
             process = subprocess.Popen(command, env=env, start_new_session=os.name == "posix")
@@ -1051,6 +1128,9 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--budget", type=float,
                         help="seconds the whole run may take: then the running benchmark is stopped, the rest "
                              "are marked not run, and the table is printed")
+    parser.add_argument("--matmul-configs", action="store_true",
+                        help="also time each matmul config on its own (config rows in the CSV), to check the "
+                             "autotuner's choice")
     parser.add_argument("--traceback", action="store_true", help="print the traceback of every failure")
     # Internal: the roles of the child processes.
     parser.add_argument("--worker", help=argparse.SUPPRESS)
