@@ -102,36 +102,28 @@ def _shift_amount(b, bits: int):
     return np.minimum(amount.astype(np.uint64), np.uint64(bits))
 
 
-def make_shl(op: Operation) -> Impl:
-    ty = _result_type(op)
-    bits = ty.primitive_bitwidth
-    if ty.is_bool():
-        return lambda a, b: np.asarray(np.asarray(a) & (np.asarray(b) == 0))[()]
-    udt = V.unsigned_dtype(bits)
-    vdt = V.value_dtype(ty)
+def _logical_shift(np_shift) -> Callable[[Operation], Impl]:
+    """`shl` (np.left_shift) or `lshr` (np.right_shift) on the unsigned bits of
+    the result type; amounts of the bit width or more give 0."""
+    def make(op: Operation) -> Impl:
+        ty = _result_type(op)
+        bits = ty.primitive_bitwidth
+        if ty.is_bool():
+            return lambda a, b: np.asarray(np.asarray(a) & (np.asarray(b) == 0))[()]
+        udt = V.unsigned_dtype(bits)
+        vdt = V.value_dtype(ty)
 
-    def shl(a, b):
-        s = _shift_amount(b, bits)
-        ua = np.asarray(a).astype(udt)
-        shifted = np.left_shift(ua, np.minimum(s, bits - 1).astype(udt))
-        return np.where(s >= bits, 0, shifted).astype(udt).astype(vdt)[()]
-    return shl
+        def shift(a, b):
+            s = _shift_amount(b, bits)
+            ua = np.asarray(a).astype(udt)
+            shifted = np_shift(ua, np.minimum(s, bits - 1).astype(udt))
+            return np.where(s >= bits, 0, shifted).astype(udt).astype(vdt)[()]
+        return shift
+    return make
 
 
-def make_lshr(op: Operation) -> Impl:
-    ty = _result_type(op)
-    bits = ty.primitive_bitwidth
-    if ty.is_bool():
-        return lambda a, b: np.asarray(np.asarray(a) & (np.asarray(b) == 0))[()]
-    udt = V.unsigned_dtype(bits)
-    vdt = V.value_dtype(ty)
-
-    def lshr(a, b):
-        s = _shift_amount(b, bits)
-        ua = np.asarray(a).astype(udt)
-        shifted = np.right_shift(ua, np.minimum(s, bits - 1).astype(udt))
-        return np.where(s >= bits, 0, shifted).astype(udt).astype(vdt)[()]
-    return lshr
+make_shl = _logical_shift(np.left_shift)
+make_lshr = _logical_shift(np.right_shift)
 
 
 def make_ashr(op: Operation) -> Impl:
