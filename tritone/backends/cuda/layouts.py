@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 from dataclasses import dataclass
 from typing import Union
 
@@ -221,10 +222,7 @@ class BlockedLayout(DistributedLayout):
         for v in self.size_per_thread + self.threads_per_warp + self.warps_per_cta:
             if not _is_pow2(v):
                 raise ValueError(f"BlockedLayout parameters must be powers of two: {self}")
-        lanes = 1
-        for t in self.threads_per_warp:
-            lanes *= t
-        if lanes != WARP_SIZE:
+        if math.prod(self.threads_per_warp) != WARP_SIZE:
             raise ValueError(f"threads_per_warp {self.threads_per_warp} must multiply to {WARP_SIZE}")
 
     @property
@@ -233,10 +231,7 @@ class BlockedLayout(DistributedLayout):
 
     @property
     def num_warps(self) -> int:
-        n = 1
-        for w in self.warps_per_cta:
-            n *= w
-        return n
+        return math.prod(self.warps_per_cta)
 
     def tile(self) -> tuple[int, ...]:
         """Elements covered by one pass of all threads, per dim."""
@@ -355,10 +350,7 @@ class NvidiaMmaLayout(DistributedLayout):
 
     @property
     def num_warps(self) -> int:
-        n = 1
-        for w in self.warps_per_cta:
-            n *= w
-        return n
+        return math.prod(self.warps_per_cta)
 
     def _order(self) -> tuple[int, ...]:
         return tuple(reversed(range(self.rank)))
