@@ -618,8 +618,9 @@ class JITFunction(KernelInterface[T]):
         `__globals__` and `used_global_vals` to None first); the copy has the
         source, parameters and `repr` but compiles nothing without `fn`."""
         if self.fn is not None:
-            if _names_object(self.__module__, self.__qualname__, self):
-                return (_import_object, (self.__module__, self.__qualname__))
+            by_name = reduce_by_name(self, self.__module__, self.__qualname__)
+            if by_name is not None:
+                return by_name
             if not _names_object(getattr(self.fn, "__module__", None), getattr(self.fn, "__qualname__", ""),
                                  self.fn):
                 raise pickle.PicklingError(
@@ -633,8 +634,6 @@ class JITFunction(KernelInterface[T]):
         # The module's globals come back from `fn`; the constexpr globals the cache
         # key read point into them, so they are read again with the key.
         state.pop("__globals__", None)
-        if self.fn is not None:
-            state["_cache_key"] = None
         if state.get("used_global_vals") is not None:
             state["used_global_vals"] = {}
         return state
@@ -642,6 +641,9 @@ class JITFunction(KernelInterface[T]):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__globals__ = self.fn.__globals__ if self.fn is not None else None
+        if self.fn is not None and self._cache_key is not None and self.used_global_vals is not None:
+            # The cache key came along; the globals it read are found again here.
+            self._dependency_key_parts()
         self.device_caches = DeviceCaches()
         self._binder = self._key_binder = self._dispatch = None
         self._last_launcher = (None, None, None)
@@ -650,10 +652,7 @@ class JITFunction(KernelInterface[T]):
         """A separate kernel over the same function, with no compiled kernels:
         changing the copy (TorchInductor clears fields before pickling) leaves
         this one whole."""
-        clone = type(self).__new__(type(self))
-        memo[id(self)] = clone
-        clone.__setstate__(copy.deepcopy(self.__getstate__(), memo))
-        return clone
+        return deepcopy_by_state(self, memo)
 
 
 _launch: Callable[..., Any] | None = None
@@ -679,6 +678,39 @@ def _names_object(module: str | None, qualname: str, obj: Any) -> bool:
     for part in qualname.split("."):
         value = getattr(value, part, None)
     return value is obj
+
+
+def reduce_by_name(obj: Any, module: str | None, qualname: str) -> tuple[Callable, tuple[str, str]] | None:
+    """A `__reduce_ex__` answer that pickles `obj` as the name `module.qualname`
+    (so it comes back as the object the other process's module holds), or None
+    when that name is not `obj` here."""
+    if not _names_object(module, qualname, obj):
+        return None
+    return (_import_object, (module, qualname))
+
+
+def deepcopy_by_state(obj: Any, memo: dict) -> Any:
+    """A new object of `obj`'s class set from a deep copy of `obj.__getstate__()`
+    (for classes whose `__reduce_ex__` pickles by name, which `copy.deepcopy`
+    would otherwise answer with `obj` itself)."""
+    clone = type(obj).__new__(type(obj))
+    memo[id(obj)] = clone
+    getstate = getattr(obj, "__getstate__", None)  # object has none before Python 3.11
+    state = copy.deepcopy(getstate() if getstate is not None else dict(obj.__dict__), memo)
+    setstate = getattr(clone, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+    else:
+        clone.__dict__.update(state)
+    return clone
+
+
+def base_function(kernel: Any) -> Any:
+    """The Python function under a kernel and its wrappers (`Autotuner`,
+    `Heuristics`, `JITFunction`), following `.fn`."""
+    while not inspect.isfunction(kernel) and getattr(kernel, "fn", None) is not None:
+        kernel = kernel.fn
+    return kernel
 
 
 def _import_object(module: str, qualname: str) -> Any:
