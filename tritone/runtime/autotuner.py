@@ -586,8 +586,15 @@ class Autotuner(KernelInterface):
 
     def __getstate__(self) -> dict[str, Any]:
         # The arguments of a launch in progress and the copies saved for
-        # `restore_value` belong to that launch.
-        return {**self.__dict__, "nargs": None, "restore_copies": {}}
+        # `restore_value` belong to that launch. `base_fn` is found again
+        # under `fn` (as a plain function, the module names the kernel, not it).
+        state = {**self.__dict__, "nargs": None, "restore_copies": {}}
+        state.pop("base_fn", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.base_fn = base_function(self.fn)
 
     def __deepcopy__(self, memo: dict) -> Autotuner:
         return deepcopy_by_state(self, memo)
