@@ -625,8 +625,8 @@ class JITFunction(KernelInterface[T]):
                                  self.fn):
                 raise pickle.PicklingError(
                     f"kernel {self.__qualname__} cannot be pickled: {self.__module__}.{self.__qualname__} does not "
-                    f"name it (a kernel defined inside a function, or a copy?). Define it at module level, or set its fn to "
-                    f"None first, as TorchInductor does before pickling")
+                    f"name it (a kernel defined inside a function, or a copy?). Define it at module level, or set "
+                    f"its fn to None first, as TorchInductor does before pickling")
         return super().__reduce_ex__(protocol)
 
     def __getstate__(self) -> dict[str, Any]:
