@@ -18,7 +18,7 @@ import numpy as np
 
 from . import knobs
 from .runtime.driver import driver
-from .runtime.jit import TensorWrapper, reinterpret
+from .runtime.jit import TensorWrapper, reinterpret, type_canonicalisation_dict
 
 int_dtypes = ["int8", "int16", "int32", "int64"]
 uint_dtypes = ["uint8", "uint16", "uint32", "uint64"]
@@ -196,7 +196,6 @@ def numpy_random(shape: int | tuple[int, ...], dtype_str: str, rs: np.random.Ran
 
 def str_to_triton_dtype(name: str) -> Any:
     """The tl dtype of a type name (`"float32"`, `"fp32"`, `"bool"`)."""
-    from ._utils import type_canonicalisation_dict
     from .ir.types import parse_type
 
     if name not in type_canonicalisation_dict:
@@ -320,5 +319,5 @@ __all__ = [
     "is_hip_gfx11", "is_hip_gfx12", "is_hip_gfx1250", "is_hopper", "is_hopper_or_newer", "is_interpreter",
     "is_sm12x", "is_xpu", "numpy_random", "str_to_triton_dtype", "supports_tma", "supports_ws", "tma_dtypes",
     "tma_skip_msg", "to_numpy", "to_triton", "torch_dtype_name", "torch_dtypes", "torch_float8_dtypes",
-    "uint_dtypes", "unwrap_tensor",
+    "type_canonicalisation_dict", "uint_dtypes", "unwrap_tensor",
 ]

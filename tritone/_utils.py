@@ -12,7 +12,7 @@ from functools import reduce
 from typing import Any, Callable
 
 from .language.core import TRITON_MAX_TENSOR_NUMEL, validate_block_shape
-from .runtime.jit import _CANONICAL_TYPE_NAMES
+from .runtime.jit import type_canonicalisation_dict
 
 __all__ = ["BITWIDTH_DICT", "TRITON_MAX_TENSOR_NUMEL", "canonicalize_dtype", "canonicalize_ptr_dtype",
            "find_paths_if", "get_iterable_path", "get_primitive_bitwidth", "is_namedtuple", "is_power_of_two",
@@ -20,10 +20,9 @@ __all__ = ["BITWIDTH_DICT", "TRITON_MAX_TENSOR_NUMEL", "canonicalize_dtype", "ca
 
 ObjPath = tuple[int, ...]
 
-# Type names as people write them (`float32`, `bool`, `uint8`) -> as signatures
-# write them (`fp32`, `u1`, `u8`); every canonical name maps to itself. The same
-# table tritone's own signatures use.
-type_canonicalisation_dict: dict[str, str] = _CANONICAL_TYPE_NAMES
+# `type_canonicalisation_dict` (runtime.jit's, which tritone's signatures use)
+# maps type names as people write them (`float32`, `bool`, `uint8`) to the
+# signatures' spelling (`fp32`, `u1`, `u8`); every canonical name maps to itself.
 
 BITWIDTH_DICT: dict[str, int] = {
     **{f"u{bits}": bits for bits in (1, 8, 16, 32, 64)},

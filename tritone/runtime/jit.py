@@ -37,6 +37,8 @@ _CANONICAL_TYPE_NAMES = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
 }
 _CANONICAL_TYPE_NAMES.update({name: name for name in list(_CANONICAL_TYPE_NAMES.values())})
+# Triton's name for the table.
+type_canonicalisation_dict = _CANONICAL_TYPE_NAMES
 _SIGNATURE_TYPE_NAMES = frozenset(_CANONICAL_TYPE_NAMES.values())
 
 
