@@ -100,7 +100,7 @@ def test_runtime_all_is_upstreams_but_the_remote_caches():
 # Packages whose submodules must not be hidden by a function or class of the same
 # name; `runtime.driver` is the driver object in Triton too.
 PACKAGES = ["tritone", "tritone.runtime", "tritone.compiler", "tritone.language", "tritone.backends",
-            "tritone.language.extra", "tritone.tools"]
+            "tritone.language.extra", "tritone.language.extra.cuda", "tritone.tools"]
 UPSTREAM_NON_MODULES = {("tritone.runtime", "driver")}
 
 
@@ -198,10 +198,15 @@ def test_native_specialize_impl_asks_a_backend_that_types_tensors_itself():
         def get_tensor_specialization(arg, **kwargs):
             return f"tensor(align={kwargs['align']})"
 
+        @staticmethod
+        def get_int_specialization(arg, **kwargs):
+            raise AssertionError("ints are typed by the native rule")
+
     x = torch.randn(16)
     assert runtime_jit.native_specialize_impl(AskingBackend, x, False, True, False) == ("*fp32", "tensor(align=False)")
     assert runtime_jit.native_specialize_impl(AskingBackend, x, False, False, True) == ("*fp32", None)
     assert runtime_jit.native_specialize_impl(AskingBackend, 32, False, True, True) == ("i32", "D")
+    assert runtime_jit.native_specialize_impl(AskingBackend, 33, False, True, True) == ("i32", "")
 
 
 def test_create_specialize_impl_with_a_backends_answers_as_inductor_calls_it():

@@ -186,12 +186,12 @@ def reinterpret(tensor, dtype):
 # agree with what the launcher compiles for.
 
 def _upstream_answer(value: Any, type_name: Any, attribute: Any,
-                     extra: Callable[[Any, str], Any] | None) -> tuple[Any, Any]:
+                     extra: Callable[[Any, str, Any], Any] | None) -> tuple[Any, Any]:
     """Triton's `(type, attribute)` for `value` from tritone's `specialize_value`
     answer: a constexpr's attribute is its value (a kernel's: its cache key),
     a tuple's are a tuple (or namedtuple) of types and one of attributes, and
-    `extra(value, kind)` ("int" or "tensor") replaces the attribute of ints and
-    pointers that were specialised."""
+    `extra(value, kind, attribute)` (kind "int" or "tensor") gives the
+    attribute of ints and pointers that were specialised."""
     import numpy as np
 
     from .specialize import CONSTEXPR, TupleSpecialization, is_pointer_like
@@ -207,12 +207,12 @@ def _upstream_answer(value: Any, type_name: Any, attribute: Any,
         # A numpy scalar stands for the Python value it holds, as in `specialize_value`.
         return CONSTEXPR, value.item() if isinstance(value, np.generic) else value
     if extra is not None and attribute is not None:
-        return type_name, extra(value, "tensor" if is_pointer_like(value) else "int")
+        return type_name, extra(value, "tensor" if is_pointer_like(value) else "int", attribute)
     return type_name, attribute
 
 
 def _specialize(arg: Any, is_const: bool, specialize_value: bool, align: bool,
-                extra: Callable[[Any, str], Any] | None) -> tuple[Any, Any]:
+                extra: Callable[[Any, str, Any], Any] | None) -> tuple[Any, Any]:
     from .specialize import specialize_value as tritone_specialization
 
     type_name, attribute = tritone_specialization(arg, is_const, specialize_value, align)
@@ -226,14 +226,12 @@ def native_specialize_impl(backend: Any, arg: Any, is_const: bool = False, speci
     types and a tuple of attributes. The attribute is `"D"` (divisible by 16 /
     16-byte aligned), `""`, or None when not looked at. A `backend` class whose
     `supports_native_tensor_specialization` is False gives tensors' attributes
-    with its `get_tensor_specialization(arg, align=...)`. TypeError for values
-    that cannot be arguments."""
+    with its `get_tensor_specialization(arg, align=...)` (ints keep the rule
+    above). TypeError for values that cannot be arguments."""
     extra = None
     if backend is not None and not getattr(backend, "supports_native_tensor_specialization", True):
-        def extra(value: Any, kind: str) -> Any:
-            if kind == "tensor":
-                return backend.get_tensor_specialization(value, align=align)
-            return backend.get_int_specialization(value, align=align)
+        def extra(value: Any, kind: str, attribute: Any) -> Any:
+            return backend.get_tensor_specialization(value, align=align) if kind == "tensor" else attribute
     return _specialize(arg, is_const, specialize_value, align, extra)
 
 
@@ -244,7 +242,7 @@ def specialize_impl(arg: Any, specialize_extra: Callable[..., Any] | None = None
     align=align)` when given (a backend's `get_arg_specialization`)."""
     extra = None
     if specialize_extra is not None:
-        def extra(value: Any, kind: str) -> Any:
+        def extra(value: Any, kind: str, attribute: Any) -> Any:
             return specialize_extra(value, kind, align=align)
     return _specialize(arg, is_const, specialize_value, align, extra)
 
