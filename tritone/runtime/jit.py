@@ -609,7 +609,9 @@ class JITFunction(KernelInterface[T]):
     # -- crossing processes ----------------------------------------------------
     # What is compiled, loaded or generated for this process (compiled kernels,
     # binders, dispatchers) stays behind: a copy compiles again where it runs.
-    _PROCESS_LOCAL = ("device_caches", "_binder", "_key_binder", "_dispatch", "_last_launcher")
+    # So does `_hash_lock`, a lock TorchInductor sets on kernels (Triton's own)
+    # after unpickling them: locks do not pickle.
+    _PROCESS_LOCAL = ("device_caches", "_binder", "_key_binder", "_dispatch", "_last_launcher", "_hash_lock")
 
     def __reduce_ex__(self, protocol):
         """A kernel that its module names (`module.qualname`) pickles as that
