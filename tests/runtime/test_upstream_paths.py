@@ -32,6 +32,14 @@ torch = pytest.importorskip("torch")
 Pair = collections.namedtuple("Pair", "first second")
 
 
+class DerivedFloat(float):
+    pass
+
+
+class DerivedInt(int):
+    pass
+
+
 def upstream_triton():
     """Upstream Triton's package when it is installed and answers `import triton`
     (not tritone under that name)."""
@@ -123,6 +131,7 @@ def argument_values():
         x, x[1:], x[4:], torch.zeros(8, dtype=torch.bool), torch.randn(8).to(torch.bfloat16),
         torch.randint(-5, 5, (8,), dtype=torch.int8), torch.randn(8).half(), torch.randint(0, 9, (8,)),
         (1, 16, x), Pair(3, 2.5), (), ((1, 2), 3), tl.constexpr(5),
+        DerivedFloat(1.5), DerivedInt(1), DerivedInt(48), np.float64(2.0),
     ]
 
 
