@@ -117,6 +117,15 @@ def test_deepcopy_of_a_kernel_is_a_separate_kernel_that_runs(monkeypatch):
     assert kernels.scaled_add.fn is not None and kernels.scaled_add.__globals__ is kernels.__dict__
 
 
+def test_constexpr_functions_pickle_by_name():
+    n = int(np.random.default_rng().integers(3, 10_000))
+    for function, arguments in ((tritone.cdiv, (n, 16)), (tritone.next_power_of_2, (n,)),
+                                (tl.standard._log2, (n,))):
+        assert pickle.loads(pickle.dumps(function)) is function
+        assert copy.deepcopy(function)(*arguments) == function(*arguments)
+    assert tritone.cdiv(n, 16) == -(-n // 16)
+
+
 def test_jit_repr_argument_names_the_kernel():
     assert kernels.scaled_add.repr(None) == "scaled_add"
 

@@ -786,6 +786,12 @@ class ConstexprFunction:
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
 
+    def __reduce_ex__(self, protocol):
+        """By name when its module names it (`tritone.cdiv`), as functions pickle;
+        else by value, which needs `fn` itself to pickle."""
+        by_name = reduce_by_name(self, self.__module__, self.__qualname__)
+        return by_name if by_name is not None else super().__reduce_ex__(protocol)
+
 
 def constexpr_function(fn: Callable) -> ConstexprFunction:
     """Make `fn` callable inside kernels on constexpr values (result: a constexpr)."""
