@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import math
 import os
+import shutil
 import statistics
+import subprocess
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -507,5 +509,32 @@ __all__ = [
     "get_dram_gbps",
     "get_max_simd_tflops",
     "get_max_tensorcore_tflops",
+    "nvsmi",
     "perf_report",
 ]
+
+
+def nvsmi(attrs: Sequence[str]) -> list[int]:
+    """The integer values of `nvidia-smi --query-gpu` properties of GPU 0, in
+    the order asked (`nvsmi(["clocks.max.sm", "clocks.max.mem"])` -> MHz).
+    RuntimeError when nvidia-smi (installed with the NVIDIA driver) is missing
+    or fails; ValueError naming the property when it has no integer value."""
+    attrs = list(attrs)
+    program = shutil.which("nvidia-smi")
+    if program is None:
+        raise RuntimeError("nvsmi: nvidia-smi was not found on PATH (it is installed with the NVIDIA driver)")
+    result = subprocess.run([program, "-i", "0", f"--query-gpu={','.join(attrs)}", "--format=csv,noheader,nounits"],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"nvsmi: nvidia-smi failed (exit status {result.returncode}) querying {attrs}: "
+                           f"{(result.stderr or result.stdout).strip()}")
+    fields = [field.strip() for field in result.stdout.strip().splitlines()[0].split(",")] if result.stdout else []
+    if len(fields) != len(attrs):
+        raise RuntimeError(f"nvsmi: nvidia-smi answered {result.stdout.strip()!r} for {attrs}")
+    values = []
+    for name, field in zip(attrs, fields):
+        try:
+            values.append(int(field))
+        except ValueError:
+            raise ValueError(f"nvsmi: GPU 0 has no integer value for {name!r} (nvidia-smi says {field!r})") from None
+    return values

@@ -5,12 +5,17 @@ backend (`backends/cuda/`) lowers the IR for NVIDIA GPUs.
 `backends` is Triton's registry of installed backends by name, each a
 `Backend(compiler, driver)`: `"nvidia"` (tritone's CUDA backend with its
 driver class, whose `is_active()` says whether a GPU is usable).
+`BaseBackend` is the base of the backends' compiler classes, as Triton's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from .compiler import BaseBackend
+
+__all__ = ["Backend", "BaseBackend", "backends"]
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,42 @@ class BaseBackend:
         given = {key: value for key, value in options.items() if value is not None}
         return KernelOptions.from_dict({**self.option_defaults(), **given})
 
+    # The specialization answers of Triton's backends, which callers of Triton's
+    # API (TorchInductor's kernel analysis) turn into compile attributes. A
+    # backend that types tensors itself sets this False (see
+    # `runtime.jit.native_specialize_impl`); tritone's launcher uses the rule below.
+    supports_native_tensor_specialization = True
+
+    @staticmethod
+    def parse_attr(desc: str) -> list[list[Any]]:
+        """The compile attributes of an argument's specialization attribute:
+        `"D"` -> `[["tt.divisibility", 16]]`, `""` -> `[]`."""
+        if not isinstance(desc, str):
+            raise TypeError(f"a specialization attribute is a string such as 'D', got {desc!r}")
+        return [["tt.divisibility", 16]] if "D" in desc else []
+
+    @staticmethod
+    def get_int_specialization(arg: int, **kwargs: Any) -> str:
+        """`"D"` when the int is a multiple of 16 and `align=True` is given, else `""`."""
+        return "D" if kwargs.get("align", False) and arg % 16 == 0 else ""
+
+    @staticmethod
+    def get_tensor_specialization(arg: Any, **kwargs: Any) -> str:
+        """`"D"` when the tensor's address is 16-byte aligned and `align=True` is
+        given, else `""`."""
+        from ..runtime.specialize import data_address
+
+        return "D" if kwargs.get("align", False) and data_address(arg) % 16 == 0 else ""
+
+    def get_arg_specialization(self, arg: Any, ty: str, **kwargs: Any) -> str:
+        """The attribute of an int (`ty == "int"`) or a tensor (`ty == "tensor"`),
+        as Triton 3.3-3.4 backends answer `specialize_extra`."""
+        if ty == "int":
+            return self.get_int_specialization(arg, **kwargs)
+        if ty == "tensor":
+            return self.get_tensor_specialization(arg, **kwargs)
+        raise ValueError(f"get_arg_specialization: kind must be 'int' or 'tensor', got {ty!r}")
+
     def hash(self) -> str:
         """A digest of what the backend compiles for (part of Triton's cache keys)."""
         return hashlib.sha256(f"{type(self).__name__}-{self.target!r}".encode()).hexdigest()

@@ -307,7 +307,15 @@ class CompiledKernel:
     gZ, stream, function, packed_metadata, launch_metadata, enter_hook,
     exit_hook, *args)` takes every parameter in order, constexprs included
     (skipped). `runtime_leaves` lists the arguments of the compiled function
-    (`ArgumentLeaf`s: run-time parameters, tuples flattened)."""
+    (`ArgumentLeaf`s: run-time parameters, tuples flattened).
+
+    A kernel pickles and deep-copies without what `_init_handles()` loaded, which
+    belongs to the process that loaded it: the copy loads again on first use.
+    That loaded plan lives in a slot, outside `__dict__`, so that a copy of
+    `__dict__` (TorchInductor pickles kernels that way, with `run`, `module` and
+    `function` set to None) never carries it either."""
+
+    __slots__ = ("_plan", "__dict__", "__weakref__")
 
     def __init__(self, src: ASTSource | IRSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
                  asm: dict[str, Any], metadata: dict[str, Any], ir_module: Module | None = None):
@@ -330,7 +338,7 @@ class CompiledKernel:
         }
         # What the compilation reported (entry, params, shared, num_warps...) wins over the requested options.
         fields.update((key, value) for key, value in metadata.items() if key.isidentifier() and key[0] != "_")
-        self.metadata = namedtuple("KernelMetadata", sorted(fields))(**fields)
+        self.metadata = _metadata_tuple(fields)
         self.packed_metadata = (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
         self.runtime_parameters = src.runtime_parameters()
         self.runtime_leaves = src.runtime_leaves()
@@ -363,8 +371,12 @@ class CompiledKernel:
 
     def _init_handles(self) -> None:
         """Make the kernel ready to launch: loaded on the current GPU (or set up
-        for the interpreter). Raises `OutOfResources` when the GPU cannot run it."""
-        if self._plan is not None:
+        for the interpreter), and `run` its launch method again where it was set
+        to None (as TorchInductor does before pickling). Raises `OutOfResources`
+        when the GPU cannot run it."""
+        if "run" in self.__dict__ and self.__dict__["run"] is None:
+            del self.__dict__["run"]
+        if getattr(self, "_plan", None) is not None:
             return
         if self.target.backend == INTERPRETER_TARGET.backend:
             from ..runtime.interpreter_launch import InterpreterPlan
@@ -399,7 +411,7 @@ class CompiledKernel:
         """Launch over the grid with every parameter's value (constexprs included)
         on `stream` (None: the current stream). `function` and `packed_metadata`
         are accepted as Triton's launchers take them; the loaded kernel is used."""
-        if self._plan is None:
+        if getattr(self, "_plan", None) is None:
             self._init_handles()
         if enter_hook is not None and launch_metadata is not None:
             enter_hook(launch_metadata)
@@ -423,6 +435,29 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"CompiledKernel({self.name}, target={self.target}, hash={self.hash[:12]})"
+
+    # -- crossing processes ----------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        # What `_init_handles` found is loaded again where the copy runs, and an
+        # instance `run` (None, or a launcher set on this kernel) stays behind:
+        # the class's `run` launches the copy. The IR is read back from
+        # asm["ttir"] when asked for; the metadata's namedtuple class is made per
+        # kernel, so it travels as a dict.
+        state = {**self.__dict__, "metadata": self.metadata._asdict(), "_ir": None, "module": None,
+                 "function": None, "n_regs": None, "n_spills": None, "n_max_threads": None}
+        state.pop("run", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        metadata = state["metadata"]
+        self.metadata = _metadata_tuple(metadata) if isinstance(metadata, dict) else metadata
+        self._plan = None
+
+
+def _metadata_tuple(fields: dict[str, Any]) -> tuple:
+    """`CompiledKernel.metadata`: a namedtuple of `fields` in name order."""
+    return namedtuple("KernelMetadata", sorted(fields))(**fields)
 
 
 def _print(module: Module) -> str:

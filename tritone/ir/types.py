@@ -78,6 +78,17 @@ class dtype:
     def __setattr__(self, key, value):
         raise AttributeError("dtypes are immutable")
 
+    # Immutable values: a copy may be the value itself, and pickling rebuilds the
+    # value from its parameters (the slots cannot be set the usual way).
+    def __reduce__(self):
+        return (dtype, (self._key,))
+
+    def __copy__(self) -> "dtype":
+        return self
+
+    def __deepcopy__(self, memo) -> "dtype":
+        return self
+
     # -- classification -------------------------------------------------
     @property
     def _info(self):
@@ -270,6 +281,9 @@ class pointer_type(dtype):
         object.__setattr__(self, "_key", ("*k" if const else "*") + element_ty._key)
         object.__setattr__(self, "name", f"{'const_pointer' if const else 'pointer'}<{element_ty}>")
 
+    def __reduce__(self):
+        return (pointer_type, (self.element_ty_, self.address_space, self.const))
+
     @property
     def _info(self):
         return ("ptr", 64, False, 0, 0)
@@ -341,6 +355,9 @@ class block_type(dtype):
         object.__setattr__(self, "_key", f"<{dims}x{element_ty._key}>")
         # Triton writes the shape as the list of its dims' strings: `<['4', '8'], fp32>`.
         object.__setattr__(self, "name", f"<{[str(s) for s in shape]}, {element_ty}>")
+
+    def __reduce__(self):
+        return (block_type, (self.element_ty_, self.shape_, self.layout))
 
     @property
     def _info(self):

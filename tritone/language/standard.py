@@ -305,6 +305,14 @@ def interleave(a, b):
 
 
 @constexpr_function
+def _log2(n):
+    """floor(log2(n)) of an int, 0 for n <= 1 (Triton's `standard._log2`, which
+    TorchInductor's sort helpers call)."""
+    n = int(n)
+    return n.bit_length() - 1 if n > 1 else 0
+
+
+@constexpr_function
 def _exact_log2(n, what):
     """log2 of the power of two `n` (`what` names it in the error otherwise)."""
     if not isinstance(n, int) or n < 1 or n & (n - 1):

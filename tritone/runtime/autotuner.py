@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from .. import knobs
 from ..errors import CompilationError, OutOfResources, PTXASError, TritonError
 from .driver import driver
-from .jit import JITFunction, KernelInterface
+from .jit import JITFunction, KernelInterface, base_function, deepcopy_by_state, reduce_by_name
 
 __all__ = ["Autotuner", "AutotunerError", "Config", "Heuristics", "OutOfResources", "PTXASError", "autotune",
            "heuristics"]
@@ -574,6 +574,31 @@ class Autotuner(KernelInterface):
     def __repr__(self) -> str:
         return f"Autotuner({self.fn!r}, {len(self.configs)} configs, key={self.keys})"
 
+    # -- crossing processes ----------------------------------------------------------
+
+    def __reduce_ex__(self, protocol):
+        """By name when its module names it (`module.kernel`), else by value: the
+        configs, the choices made so far (`cache`, `best_config`) and the hooks
+        (which must pickle: module-level functions, not lambdas)."""
+        by_name = reduce_by_name(self, getattr(self.base_fn, "__module__", None),
+                                 getattr(self.base_fn, "__qualname__", ""))
+        return by_name if by_name is not None else super().__reduce_ex__(protocol)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The arguments of a launch in progress and the copies saved for
+        # `restore_value` belong to that launch. `base_fn` is found again
+        # under `fn` (as a plain function, the module names the kernel, not it).
+        state = {**self.__dict__, "nargs": None, "restore_copies": {}}
+        state.pop("base_fn", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.base_fn = base_function(self.fn)
+
+    def __deepcopy__(self, memo: dict) -> Autotuner:
+        return deepcopy_by_state(self, memo)
+
 
 def _no_pre_hook(kwargs: dict[str, Any], reset_only: bool = False) -> None:
     """Nothing to reset or save."""
@@ -627,6 +652,16 @@ class Heuristics(KernelInterface):
 
     def __repr__(self) -> str:
         return f"Heuristics({self.fn!r}, {list(self.values)})"
+
+    def __reduce_ex__(self, protocol):
+        """By name when its module names it (`module.kernel`), else by value
+        (its heuristics must then pickle: module-level functions, not lambdas)."""
+        function = base_function(self)
+        by_name = reduce_by_name(self, getattr(function, "__module__", None), getattr(function, "__qualname__", ""))
+        return by_name if by_name is not None else super().__reduce_ex__(protocol)
+
+    def __deepcopy__(self, memo: dict) -> Heuristics:
+        return deepcopy_by_state(self, memo)
 
 
 def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:

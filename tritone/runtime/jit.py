@@ -10,9 +10,13 @@ to run it (`kernel[grid](...)`, the per-device caches). It never imports
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import hashlib
+import importlib
 import inspect
+import pickle
+import sys
 import textwrap
 import threading
 from dataclasses import dataclass
@@ -33,6 +37,8 @@ _CANONICAL_TYPE_NAMES = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
 }
 _CANONICAL_TYPE_NAMES.update({name: name for name in list(_CANONICAL_TYPE_NAMES.values())})
+# Triton's name for the table.
+type_canonicalisation_dict = _CANONICAL_TYPE_NAMES
 _SIGNATURE_TYPE_NAMES = frozenset(_CANONICAL_TYPE_NAMES.values())
 
 
@@ -171,6 +177,91 @@ def reinterpret(tensor, dtype):
     if hasattr(tensor, "data_ptr"):
         return TensorWrapper(tensor, dtype)
     raise TypeError(f"cannot reinterpret a {type(tensor).__name__}")
+
+
+# -- Triton's specialization functions -------------------------------------------
+# Callers of Triton's API (TorchInductor's mutation analysis, Triton's own
+# interpreter) ask for an argument's type and attribute in Triton's shapes.
+# These answer from tritone's own specialization (`runtime.specialize`), so they
+# agree with what the launcher compiles for.
+
+def _upstream_answer(value: Any, type_name: Any, attribute: Any,
+                     extra: Callable[[Any, str, Any], Any] | None) -> tuple[Any, Any]:
+    """Triton's `(type, attribute)` for `value` from tritone's `specialize_value`
+    answer: a constexpr's attribute is its value (a kernel's: its cache key),
+    a tuple's are a tuple (or namedtuple) of types and one of attributes, and
+    `extra(value, kind, attribute)` (kind "int" or "tensor") gives the
+    attribute of ints and pointers that were specialised."""
+    import numpy as np
+
+    from .specialize import CONSTEXPR, TupleSpecialization, is_pointer_like
+
+    if isinstance(type_name, TupleSpecialization):
+        pairs = [_upstream_answer(item, item_type, item_attribute, extra)
+                 for item, (item_type, item_attribute) in zip(value, type_name.items)]
+        make = tuple if type_name.kind is tuple else type_name.kind._make
+        return make(pair[0] for pair in pairs), make(pair[1] for pair in pairs)
+    if type_name == CONSTEXPR:
+        if isinstance(value, JITFunction):
+            return CONSTEXPR, value.cache_key
+        # A numpy scalar stands for the Python value it holds, as in `specialize_value`.
+        return CONSTEXPR, value.item() if isinstance(value, np.generic) else value
+    if extra is not None and attribute is not None:
+        return type_name, extra(value, "tensor" if is_pointer_like(value) else "int", attribute)
+    return type_name, attribute
+
+
+def _specialize(arg: Any, is_const: bool, specialize_value: bool, align: bool,
+                extra: Callable[[Any, str, Any], Any] | None) -> tuple[Any, Any]:
+    from .specialize import specialize_value as tritone_specialization
+
+    type_name, attribute = tritone_specialization(arg, is_const, specialize_value, align)
+    return _upstream_answer(arg, type_name, attribute, extra)
+
+
+def native_specialize_impl(backend: Any, arg: Any, is_const: bool = False, specialize_value: bool = True,
+                           align: bool = True) -> tuple[Any, Any]:
+    """Triton's `(type, attribute)` of a kernel argument: `("*fp32", "D")`,
+    `("i32", "")`, `("constexpr", 1)`, `("fp32", None)`; a tuple gives a tuple of
+    types and a tuple of attributes. The attribute is `"D"` (divisible by 16 /
+    16-byte aligned), `""`, or None when not looked at. A `backend` class whose
+    `supports_native_tensor_specialization` is False gives tensors' attributes
+    with its `get_tensor_specialization(arg, align=...)` (ints keep the rule
+    above). TypeError for values that cannot be arguments."""
+    extra = None
+    if backend is not None and not getattr(backend, "supports_native_tensor_specialization", True):
+        def extra(value: Any, kind: str, attribute: Any) -> Any:
+            return backend.get_tensor_specialization(value, align=align) if kind == "tensor" else attribute
+    return _specialize(arg, is_const, specialize_value, align, extra)
+
+
+def specialize_impl(arg: Any, specialize_extra: Callable[..., Any] | None = None, is_const: bool = False,
+                    specialize_value: bool = True, align: bool = True) -> tuple[Any, Any]:
+    """`native_specialize_impl` in the form of Triton before 3.5: the attribute
+    of a specialised int or tensor is `specialize_extra(arg, "int" | "tensor",
+    align=align)` when given (a backend's `get_arg_specialization`)."""
+    extra = None
+    if specialize_extra is not None:
+        def extra(value: Any, kind: str, attribute: Any) -> Any:
+            return specialize_extra(value, kind, align=align)
+    return _specialize(arg, is_const, specialize_value, align, extra)
+
+
+def create_specialize_impl(specialize_extra: Callable[..., Any] | None = None) -> Callable[..., tuple[Any, Any]]:
+    """`specialize_impl` with `specialize_extra` bound: a function of `(arg,
+    is_const=False, specialize_value=True, align=True)`."""
+
+    def bound_specialize_impl(arg: Any, is_const: bool = False, specialize_value: bool = True,
+                              align: bool = True) -> tuple[Any, Any]:
+        return specialize_impl(arg, specialize_extra, is_const, specialize_value, align)
+
+    return bound_specialize_impl
+
+
+def mangle_type(arg: Any, specialize: bool = False) -> Any:
+    """The signature type of `arg` (`"*fp16"`, `"i32"`, `"constexpr"`...), as
+    Triton writes it; with `specialize`, an int 1 is `"constexpr"`."""
+    return native_specialize_impl(None, arg, False, specialize, True)[0]
 
 
 def _resolve_indices(spec: Iterable[int | str] | None, arg_names: list[str], fn_name: str, what: str) -> frozenset[int]:
@@ -352,8 +443,9 @@ class JITFunction(KernelInterface[T]):
 
     def __init__(self, fn: Callable, version=None, do_not_specialize=None, do_not_specialize_on_alignment=None,
                  debug: bool | None = None, noinline: bool | None = None,
-                 launch_metadata: Callable | None = None):
+                 launch_metadata: Callable | None = None, repr: Callable | None = None):
         self.fn = fn
+        self._repr = repr
         self.module = fn.__module__
         self.version = version
         self.__name__ = fn.__name__
@@ -505,8 +597,64 @@ class JITFunction(KernelInterface[T]):
         self._last_launcher = (grid, dispatch, launcher)
         return launcher
 
+    def repr(self, specialization: Any) -> str:
+        """The kernel's name for profilers and logs: what the `repr=` argument of
+        `@jit` returns for `specialization`, else the function's name. (An
+        instance attribute `repr` replaces this method, as TorchInductor sets it.)"""
+        return self.__name__ if self._repr is None else self._repr(specialization)
+
     def __repr__(self) -> str:
         return f"JITFunction({self.module}:{self.__qualname__})"
+
+    # -- crossing processes ----------------------------------------------------
+    # What is compiled, loaded or generated for this process (compiled kernels,
+    # binders, dispatchers) stays behind: a copy compiles again where it runs.
+    # So does `_hash_lock`, a lock TorchInductor sets on kernels (Triton's own)
+    # after unpickling them: locks do not pickle.
+    _PROCESS_LOCAL = ("device_caches", "_binder", "_key_binder", "_dispatch", "_last_launcher", "_hash_lock")
+
+    def __reduce_ex__(self, protocol):
+        """A kernel that its module names (`module.qualname`) pickles as that
+        name, as functions do, so the other process imports it. Otherwise it
+        pickles by value when its `fn` pickles (TorchInductor sets `fn`,
+        `__globals__` and `used_global_vals` to None first); the copy has the
+        source, parameters and `repr` but compiles nothing without `fn`."""
+        if self.fn is not None:
+            by_name = reduce_by_name(self, self.__module__, self.__qualname__)
+            if by_name is not None:
+                return by_name
+            if not _names_object(getattr(self.fn, "__module__", None), getattr(self.fn, "__qualname__", ""),
+                                 self.fn):
+                raise pickle.PicklingError(
+                    f"kernel {self.__qualname__} cannot be pickled: {self.__module__}.{self.__qualname__} does not "
+                    f"name it (a kernel defined inside a function, or a copy?). Define it at module level, or set "
+                    f"its fn to None first, as TorchInductor does before pickling")
+        return super().__reduce_ex__(protocol)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {key: value for key, value in self.__dict__.items() if key not in self._PROCESS_LOCAL}
+        # The module's globals come back from `fn`; the constexpr globals the cache
+        # key read point into them, so they are read again with the key.
+        state.pop("__globals__", None)
+        if state.get("used_global_vals") is not None:
+            state["used_global_vals"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__globals__ = self.fn.__globals__ if self.fn is not None else None
+        if self.fn is not None and self._cache_key is not None and self.used_global_vals is not None:
+            # The cache key came along; the globals it read are found again here.
+            self._dependency_key_parts()
+        self.device_caches = DeviceCaches()
+        self._binder = self._key_binder = self._dispatch = None
+        self._last_launcher = (None, None, None)
+
+    def __deepcopy__(self, memo: dict) -> JITFunction:
+        """A separate kernel over the same function, with no compiled kernels:
+        changing the copy (TorchInductor clears fields before pickling) leaves
+        this one whole."""
+        return deepcopy_by_state(self, memo)
 
 
 _launch: Callable[..., Any] | None = None
@@ -521,6 +669,59 @@ def _dispatcher_factory() -> Callable[..., Any]:
 
         _make_dispatcher = make_dispatcher
     return _make_dispatcher
+
+
+def _names_object(module: str | None, qualname: str, obj: Any) -> bool:
+    """Whether `module.qualname` is `obj` in this process (so another process
+    that imports `module` finds the same object there)."""
+    if not module or "<locals>" in qualname:
+        return False
+    value: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        value = getattr(value, part, None)
+    return value is obj
+
+
+def reduce_by_name(obj: Any, module: str | None, qualname: str) -> tuple[Callable, tuple[str, str]] | None:
+    """A `__reduce_ex__` answer that pickles `obj` as the name `module.qualname`
+    (so it comes back as the object the other process's module holds), or None
+    when that name is not `obj` here."""
+    if not _names_object(module, qualname, obj):
+        return None
+    return (_import_object, (module, qualname))
+
+
+def deepcopy_by_state(obj: Any, memo: dict) -> Any:
+    """A new object of `obj`'s class set from a deep copy of `obj.__getstate__()`
+    (for classes whose `__reduce_ex__` pickles by name, which `copy.deepcopy`
+    would otherwise answer with `obj` itself)."""
+    clone = type(obj).__new__(type(obj))
+    memo[id(obj)] = clone
+    getstate = getattr(obj, "__getstate__", None)  # object has none before Python 3.11
+    state = copy.deepcopy(getstate() if getstate is not None else dict(obj.__dict__), memo)
+    setstate = getattr(clone, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+    else:
+        clone.__dict__.update(state)
+    return clone
+
+
+def base_function(kernel: Any) -> Any:
+    """The Python function under a kernel and its wrappers (`Autotuner`,
+    `Heuristics`, `JITFunction`), following `.fn`."""
+    while not inspect.isfunction(kernel) and getattr(kernel, "fn", None) is not None:
+        kernel = kernel.fn
+    return kernel
+
+
+def _import_object(module: str, qualname: str) -> Any:
+    """The object `module.qualname` (importing `module`): how a kernel pickled by
+    name comes back."""
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _launch_function() -> Callable[..., Any]:
@@ -585,6 +786,12 @@ class ConstexprFunction:
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
 
+    def __reduce_ex__(self, protocol):
+        """By name when its module names it (`tritone.cdiv`), as functions pickle;
+        else by value, which needs `fn` itself to pickle."""
+        by_name = reduce_by_name(self, self.__module__, self.__qualname__)
+        return by_name if by_name is not None else super().__reduce_ex__(protocol)
+
 
 def constexpr_function(fn: Callable) -> ConstexprFunction:
     """Make `fn` callable inside kernels on constexpr values (result: a constexpr)."""
@@ -610,15 +817,16 @@ def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specia
 
     `do_not_specialize` / `do_not_specialize_on_alignment` take parameter
     indices or names. `launch_metadata(grid, metadata, args)` adds entries to
-    what the launch hooks receive. `version` and `repr` (profiler naming) are
-    accepted for compatibility and have no effect. Kernels are compiled on
+    what the launch hooks receive. `repr(specialization)` names the kernel for
+    profilers (`JITFunction.repr`); `version` is accepted for compatibility and
+    has no effect. Kernels are compiled on
     their first launch per specialization (see `tritone.runtime.specialize`)."""
 
     def decorator(function: T) -> JITFunction[T]:
         assert callable(function), f"@jit applies to functions, got {function!r}"
         return JITFunction(function, version=version, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
-                           noinline=noinline, launch_metadata=launch_metadata)
+                           noinline=noinline, launch_metadata=launch_metadata, repr=repr)
 
     if fn is not None:
         return decorator(fn)
