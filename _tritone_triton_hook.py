@@ -117,8 +117,8 @@ def read_recorded() -> "str | None":
 def record(choice: str) -> str:
     """Record `choice` ("tritone", "triton", or "auto", which removes the
     record) for this Python environment; returns the file's path. Raises
-    ValueError for an unknown choice, PermissionError (saying what to do) when
-    the folder cannot be written."""
+    ValueError for an unknown choice, and OSError (of the same kind as the
+    cause, saying what to do) when the file cannot be written."""
     if choice not in CHOICES:
         raise ValueError(f"unknown choice {choice!r}: use one of {', '.join(CHOICES)}")
     path = choice_path()
@@ -131,9 +131,9 @@ def record(choice: str) -> str:
         with open(partial, "w", encoding="utf-8") as file:
             file.write(choice + "\n")
         os.replace(partial, path)
-    except PermissionError as error:
-        raise PermissionError(
-            f"cannot record the choice in {path}: {error.strerror}. Run the command with the rights to write "
+    except OSError as error:
+        raise type(error)(
+            f"cannot record the choice in {path}: {error.strerror or error}. Run the command with the rights to write "
             f"{os.path.dirname(path)} (the environment's site-packages), or set {ENV_VAR} in the environment "
             "instead") from error
     return path
@@ -252,6 +252,22 @@ class _AliasLoader:
         # importlib set module.__spec__ to the alias spec; tritone's module keeps
         # its own, so reload, pickle and inspect see the tritone name.
         module.__spec__ = self._real_spec
+        _alias_loaded_modules()
+
+
+def _alias_loaded_modules() -> None:
+    """Enter every tritone submodule already imported under its `triton.` name too.
+
+    Where a package binds a name that is also a submodule (tritone.runtime's
+    `driver` object, like upstream's), a fresh import of the alias would end
+    with importlib setting the submodule over that name on the parent. An alias
+    already in sys.modules is returned as is, so the parent keeps its binding;
+    such a submodule is always imported before its parent finishes, hence
+    before this runs for the parent."""
+    prefix = _TARGET + "."
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(prefix):
+            sys.modules.setdefault(_ALIAS + name[len(_TARGET):], module)
 
 
 _DISTRIBUTION = None

@@ -176,7 +176,7 @@ def use_command(choice: str, out: TextIO, hook: ModuleType | None = None) -> int
         return 1
     try:
         path = hook.record(choice)
-    except (PermissionError, ValueError) as error:
+    except (OSError, ValueError) as error:
         out.write(f"{error}\n")
         return 1
     upstream = hook.upstream_origin()
