@@ -84,7 +84,7 @@ def parse_env(value: "str | None") -> "str | None":
                      f"`import triton`) or {'/'.join(_FALSE)} (upstream Triton answers), or unset it")
 
 
-def decide(env_value: "str | None", recorded: "str | None", upstream_origin: "str | None") -> Decision:
+def decide(env_value: "str | None", recorded: "str | None", upstream: "str | None") -> Decision:
     """Who answers `import triton`, from the environment variable's value, the
     recorded choice (None or "auto" when there is none) and where a real
     `triton` package would be imported from (None: nowhere)."""
@@ -93,8 +93,8 @@ def decide(env_value: "str | None", recorded: "str | None", upstream_origin: "st
         return Decision(from_env, "env", f"{ENV_VAR}={env_value}")
     if recorded in (_TARGET, _ALIAS):
         return Decision(recorded, "recorded", f"`python -m tritone use {recorded}` recorded in {choice_path()}")
-    if upstream_origin is not None:
-        return Decision(_ALIAS, "auto", f"a triton package is installed ({upstream_origin})")
+    if upstream is not None:
+        return Decision(_ALIAS, "auto", "another triton package is installed")
     return Decision(_TARGET, "auto", "no other triton package is installed")
 
 
