@@ -134,10 +134,12 @@ def test_facts_of_this_python_and_its_packages():
         installed = None
     assert [install.version for install in triton.installs if install.distribution == "triton"][:1] == \
         ([installed] if installed else [])
+    # Whether the startup hook runs here depends on how tritone was installed; either way
+    # doctor must name the place `import triton` goes to.
     spec = importlib.util.find_spec("triton")
     provider = provider_facts()
-    assert not provider.hook_active and provider.answer is None
     assert provider.origin == (spec.origin if spec else None)
+    assert provider.hook_active == (provider.answer is not None)
 
 
 # ---------------------------------------------------------------- error messages: the thing and the fix

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.machinery
 import io
 import os
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,10 @@ def test_use_without_the_hook_installed_fails_with_the_fix(monkeypatch, choice_f
     assert use_command("tritone", out, hook) == 1
     assert "startup hook is not installed" in out.getvalue() and "pip install" in out.getvalue()
     assert not os.path.exists(choice_file)
+
+
+def test_the_hook_under_test_is_the_one_in_this_source_tree():
+    # An editable install holds a copy of the hook, imported at start in place of the source.
+    source = Path(tritone.__file__).resolve().parent.parent / "_tritone_triton_hook.py"
+    assert Path(hook.__file__).read_bytes() == source.read_bytes(), (
+        f"{hook.__file__} is an older copy of {source}: install tritone again (pip install -e .)")

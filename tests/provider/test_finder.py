@@ -136,9 +136,11 @@ def test_upstream_answers_when_chosen(finder_with):
 def test_install_is_idempotent_and_first():
     before = list(sys.meta_path)
     try:
+        # Where tritone is installed, the startup hook's finder is already there.
+        hook.uninstall()
+        assert hook.installed_finder() is None
         first = hook.install()
-        assert hook.install() is first and sys.meta_path[0] is first
+        assert hook.install() is first and sys.meta_path[0] is first and hook.installed_finder() is first
         assert sum(isinstance(finder, hook.TritonFinder) for finder in sys.meta_path) == 1
     finally:
-        hook.uninstall()
-    assert sys.meta_path == before
+        sys.meta_path[:] = before

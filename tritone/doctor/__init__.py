@@ -86,7 +86,8 @@ def run(sections: Sequence[str] = SECTIONS, platform: Platform | None = None) ->
     if "torch" in sections:
         section("torch", lambda: torch_checks(platform, torch, gpu))
     if "triton" in sections:
-        section("triton", lambda: triton_checks(triton_facts(platform)) + provider_checks(provider_facts()))
+        section("triton", lambda: triton_checks(triton_facts(platform)))
+        section("triton", lambda: provider_checks(provider_facts()))
     if "cache" in sections:
         section("cache", lambda: cache_checks(platform, cache_facts(platform)))
     if "live" in sections:
