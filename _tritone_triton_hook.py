@@ -248,6 +248,12 @@ class _AliasLoader:
         self._real_spec = module.__spec__
         return module
 
+    def get_code(self, fullname):
+        """The code of tritone's module, which is what `python -m triton.X` runs."""
+        import importlib.util
+
+        return importlib.util.find_spec(self.real_name).loader.get_code(self.real_name)
+
     def exec_module(self, module) -> None:
         # importlib set module.__spec__ to the alias spec; tritone's module keeps
         # its own, so reload, pickle and inspect see the tritone name.

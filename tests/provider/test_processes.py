@@ -78,6 +78,11 @@ def test_reload_keeps_working_on_an_aliased_module(environment):
     environment.run(code, env={"TRITONE_AS_TRITON": "yes"})
 
 
+def test_python_m_triton_runs_tritone_modules(environment):
+    done = environment.run("", "-m", "triton", "use", "--help", env={"TRITONE_AS_TRITON": "1"})
+    assert done.stdout.startswith("usage: python -m tritone use") and "{tritone,triton,auto}" in done.stdout
+
+
 def test_a_spawned_child_follows_the_variable(environment, tmp_path):
     script = tmp_path / "spawn_probe.py"
     script.write_text(SPAWN, encoding="utf-8")
