@@ -51,7 +51,9 @@ def assert_tritone_answers(environment, tmp_path, package_folder: Path) -> None:
 def test_sdist_and_editable_installs_answer_import_triton_without_upstream(tmp_path):
     environment = create_venv(tmp_path / "venv", system_site_packages=False, with_pip=True)
     pip = ("-m", "pip", "--disable-pip-version-check", "--no-input")
-    fetched = environment.run("", *pip, "install", "numpy", "setuptools>=64", check=False, timeout=300)
+    # The build requirements too: the builds below run without isolation, which saves a
+    # fresh build environment per install.
+    fetched = environment.run("", *pip, "install", "numpy", "setuptools>=64", "wheel", check=False, timeout=300)
     if fetched.returncode != 0:
         lines = (fetched.stderr or fetched.stdout).strip().splitlines()
         pytest.skip(f"cannot install numpy from PyPI into a fresh venv: {lines[-1] if lines else 'no output'}")
@@ -61,7 +63,7 @@ def test_sdist_and_editable_installs_answer_import_triton_without_upstream(tmp_p
     sdist = environment.run("import sys; sys.path.insert(0, 'build_backend'); import tritone_backend; "
                             "print(tritone_backend.build_sdist('dist'))", cwd=source).stdout.strip().splitlines()[-1]
 
-    environment.run("", *pip, "install", "--no-deps", str(source / "dist" / sdist), timeout=300)
+    environment.run("", *pip, "install", "--no-deps", "--no-build-isolation", str(source / "dist" / sdist), timeout=300)
     for name in HOOK_FILES:
         assert (environment.site_packages / name).is_file(), name
     assert_tritone_answers(environment, tmp_path, environment.site_packages / "tritone")
@@ -69,6 +71,6 @@ def test_sdist_and_editable_installs_answer_import_triton_without_upstream(tmp_p
     environment.run("", *pip, "uninstall", "--yes", "tritone")
     assert not any((environment.site_packages / name).exists() for name in HOOK_FILES)
 
-    environment.run("", *pip, "install", "--no-deps", "--editable", str(source), timeout=300)
+    environment.run("", *pip, "install", "--no-deps", "--no-build-isolation", "--editable", str(source), timeout=300)
     assert (environment.site_packages / "_tritone_triton_hook.pth").is_file()
     assert_tritone_answers(environment, tmp_path, source / "tritone")
