@@ -127,10 +127,15 @@ def record(choice: str) -> str:
             if os.path.exists(path):
                 os.remove(path)
             return path
+        # Written beside and moved into place, so a process starting meanwhile reads all of it or none.
         partial = f"{path}.{os.getpid()}.tmp"
-        with open(partial, "w", encoding="utf-8") as file:
-            file.write(choice + "\n")
-        os.replace(partial, path)
+        try:
+            with open(partial, "w", encoding="utf-8") as file:
+                file.write(choice + "\n")
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
     except OSError as error:
         raise type(error)(
             f"cannot record the choice in {path}: {error.strerror or error}. Run the command with the rights to write "
