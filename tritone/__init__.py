@@ -7,7 +7,9 @@ and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
 """
 
 # The version Triton-aware code (TorchInductor) parses as the Triton API level
-# tritone implements; tritone's own release is `__tritone_version__`.
+# tritone implements; tritone's own release is `__tritone_version__`. The
+# startup hook repeats the API level (_tritone_triton_hook.TRITON_API_VERSION)
+# for importlib.metadata; docs/DROP_IN.md explains the versions.
 __version__ = "3.6.0"
 __tritone_version__ = "0.1.0"
 

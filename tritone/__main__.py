@@ -3,6 +3,7 @@
     selftest   run a few complete kernels and compare them with numpy (exit 1 on any failure)
     doctor     check this machine: Python, GPU, NVRTC, torch, triton, cache, a live kernel (exit 1 on a failure)
     cache      info | clear | prune the on-disk kernel cache
+    use        tritone | triton | auto: who answers `import triton` in this Python environment
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def _cache(args: argparse.Namespace) -> int:
     return cache_command(args.action, sys.stdout, older_than_days=args.older_than_days, max_size=args.max_size)
 
 
+def _use(args: argparse.Namespace) -> int:
+    from .doctor.provider import use_command
+
+    return use_command(args.choice, sys.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command named in `argv` (default: the process arguments); returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m tritone", description="tritone command line")
@@ -49,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="prune: remove entries written longer ago than this (default 30)")
     cache.add_argument("--max-size", default=None, help="prune: then remove the oldest until the rest fit (2G, 500M)")
     cache.set_defaults(handler=_cache)
+    use = commands.add_parser("use", help="record who answers `import triton` in this Python environment")
+    use.add_argument("choice", choices=("tritone", "triton", "auto"),
+                     help="tritone; triton (upstream); auto: tritone unless another triton is installed")
+    use.set_defaults(handler=_use)
     args = parser.parse_args(argv)
     return args.handler(args)
 

@@ -33,6 +33,8 @@ def run_on_upstream(jobs: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
         env = dict(os.environ)
         env["TRITON_INTERPRET"] = "1"
         env.pop("TRITONE_TEST_IMPL", None)
+        # Upstream answers `import triton` there even where this environment chose tritone.
+        env["TRITONE_AS_TRITON"] = "0"
         env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         proc = subprocess.run([sys.executable, "-m", "tests.differential._upstream_runner", jobs_path, results_path],
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=UPSTREAM_TIMEOUT_S)

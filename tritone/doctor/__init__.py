@@ -5,7 +5,8 @@ Sections: the Python (version, build, embedded distributions, other Pythons on
 PATH, a shadowing `triton.py`), the GPU (driver, each GPU and its dot path),
 NVRTC (every candidate, the choice and why, CUDA_PATH), torch (build, GPUs,
 the Triton API its version expects), triton (a real install beside tritone,
-the drop-in alias), the kernel cache, and a live vector add on each GPU.
+which one answers `import triton` and why, tritone's startup hook), the kernel
+cache, and a live vector add on each GPU.
 
 Facts are gathered from the machine through `tritone.platform` (and the
 driver, torch, the file system), then judged by functions that take the
@@ -25,6 +26,7 @@ from .cache_report import cache_checks, cache_facts
 from .gpu import GpuFacts, gpu_checks, gpu_facts, nvrtc_checks
 from .live import live_checks
 from .packages import TorchFacts, torch_checks, torch_facts, triton_checks, triton_facts
+from .provider import provider_checks, provider_facts
 from .python_env import python_checks, python_facts
 from .report import Check, Report, Status
 
@@ -85,6 +87,7 @@ def run(sections: Sequence[str] = SECTIONS, platform: Platform | None = None) ->
         section("torch", lambda: torch_checks(platform, torch, gpu))
     if "triton" in sections:
         section("triton", lambda: triton_checks(triton_facts(platform)))
+        section("triton", lambda: provider_checks(provider_facts()))
     if "cache" in sections:
         section("cache", lambda: cache_checks(platform, cache_facts(platform)))
     if "live" in sections:

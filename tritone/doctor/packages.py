@@ -1,14 +1,13 @@
 """Checks of the packages around tritone: torch (version, CUDA or CPU build,
 whether it sees the GPUs the driver lists, and whether its version expects the
 Triton API that tritone presents) and a real `triton` installed beside
-tritone, with whether the drop-in `triton` alias is active."""
+tritone. Which one answers `import triton` is provider.py's part."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass
 
 from .. import __version__ as TRITON_API
@@ -149,12 +148,9 @@ class TritonInstall:
 
 @dataclass(frozen=True)
 class TritonFacts:
-    """The triton distributions installed, and where `import triton` resolves
-    (None: nowhere); `alias_active` when that is tritone's drop-in."""
+    """The triton distributions installed."""
 
     installs: tuple[TritonInstall, ...]
-    module_origin: str | None
-    alias_active: bool
 
 
 def triton_installs(platform: Platform) -> tuple[TritonInstall, ...]:
@@ -169,34 +165,18 @@ def triton_installs(platform: Platform) -> tuple[TritonInstall, ...]:
 
 
 def triton_facts(platform: Platform) -> TritonFacts:
-    """The installs on `platform`, and where this process's `import triton` would go (without importing it)."""
-    package_folder = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    loaded = sys.modules.get("triton")
-    try:
-        spec = importlib.util.find_spec("triton")
-    except (ImportError, ValueError):
-        spec = None
-    origin = getattr(loaded, "__file__", None) or (spec.origin if spec is not None else None)
-    active = origin is not None and os.path.abspath(origin).startswith(package_folder + os.sep)
-    return TritonFacts(triton_installs(platform), origin, active)
+    """The installs on `platform`."""
+    return TritonFacts(triton_installs(platform))
 
 
 def triton_checks(facts: TritonFacts) -> list[Check]:
-    """The real triton beside tritone, and the drop-in alias."""
+    """The real triton beside tritone."""
     installs = [f"{install.distribution} {install.version} in {install.site}" for install in facts.installs]
     if not facts.installs:
-        real = Check(TRITON, "real triton", Status.PASS, "not installed (tritone does not need it)")
-    elif len({install.distribution for install in facts.installs}) > 1 or len(facts.installs) > 1:
-        real = Check(TRITON, "real triton", Status.WARN,
-                     f"{len(facts.installs)} installs provide the `triton` module; the one imported depends on "
-                     "the order of sys.path", tuple(installs),
-                     "keep one: pip uninstall the others (pip uninstall triton triton-windows, then reinstall one)")
-    else:
-        real = Check(TRITON, "real triton", Status.PASS, f"{installs[0]}, beside tritone (tritone leaves it alone)")
-    if facts.alias_active:
-        alias = Check(TRITON, "drop-in alias", Status.PASS,
-                      f"active: `import triton` gives tritone ({facts.module_origin})")
-    else:
-        where = facts.module_origin or "nothing"
-        alias = Check(TRITON, "drop-in alias", Status.PASS, f"not active: `import triton` gives {where}")
-    return [real, alias]
+        return [Check(TRITON, "real triton", Status.PASS, "not installed (tritone does not need it)")]
+    if len({install.distribution for install in facts.installs}) > 1 or len(facts.installs) > 1:
+        return [Check(TRITON, "real triton", Status.WARN,
+                      f"{len(facts.installs)} installs provide the `triton` module; the one imported depends on "
+                      "the order of sys.path", tuple(installs),
+                      "keep one: pip uninstall the others (pip uninstall triton triton-windows, then reinstall one)")]
+    return [Check(TRITON, "real triton", Status.PASS, f"{installs[0]}, beside tritone")]
