@@ -12,7 +12,7 @@
 
 Errors raised while calling become CompilationErrors at the call; an error
 inside a callee is re-raised at the call site (same class, message naming
-both places) with the callee's error as `__cause__`.
+both places) with the callee's error as `callee` and `__cause__`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class CallsMixin:
         try:
             return emit()
         except CompilationError as error:
-            raise self.error(node, str(error), type(error)) from error
+            raise self.error(node, error.error_message, type(error), callee=error) from error
 
     # -- calls with a kernel meaning of their own ----------------------------------
     def _special_call(self, fn: Any):

@@ -255,9 +255,10 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
     def location(self, node: ast.AST) -> Location:
         return Location(self.file_name, node.lineno + self.line_offset, node.col_offset, self.fn_name)
 
-    def error(self, node: ast.AST, message: str | None, cls: type = CompilationError) -> CompilationError:
+    def error(self, node: ast.AST, message: str | None, cls: type = CompilationError, *,
+              callee: CompilationError | None = None, hint: str | None = None) -> CompilationError:
         return cls(self.src, node, message, filename=self.file_name, function=self.fn_name,
-                   line_offset=self.line_offset)
+                   line_offset=self.line_offset, callee=callee, hint=hint)
 
     def unsupported(self, node: ast.AST, message: str) -> CompilationError:
         return self.error(node, message, UnsupportedLanguageConstruct)

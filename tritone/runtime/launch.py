@@ -30,7 +30,7 @@ import numpy as np
 from .. import knobs
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
 from ..compiler import compiler
-from ..errors import TritonError
+from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
 from ..language.core import constexpr
 from . import cuda_driver
 from .cuda_driver import CudaDriver, DeviceAttribute
@@ -320,7 +320,12 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)
     if kernel is None:
-        kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+        try:
+            kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+        except CompilationError as error:
+            if show_internal_frames():
+                raise
+            raise without_internal_frames(error) from None
         cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
