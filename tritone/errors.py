@@ -38,6 +38,9 @@ class CompilationError(TritonError):
     are left out unless `show_internal_frames()`."""
 
     source_line_count_max_in_message = 12
+    # Parameters of the failing function whose run-time values were used where a
+    # constant is needed: the caller traces them to its own names for the hint.
+    runtime_names: tuple[str, ...] = ()
 
     def __init__(self, src: str | None, node: ast.AST | None, error_message: str | None = None,
                  *, filename: str = "<unknown>", function: str = "", line_offset: int = 0,

@@ -23,10 +23,11 @@ from typing import Any, Iterator
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type
-from ..language.core import constexpr, is_builtin, tensor
+from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 from ..language.semantic import Semantic
+from . import hints
 from .calls import BoundJitMethod, CallsMixin
 from .control_flow import ControlFlowMixin
 from .scope import GlobalScope, is_jit_function, language_attr
@@ -260,6 +261,18 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         return cls(self.src, node, message, filename=self.file_name, function=self.fn_name,
                    line_offset=self.line_offset, callee=callee, hint=hint)
 
+    def not_constexpr_error(self, node: ast.AST, error: NotConstexprError) -> CompilationError:
+        """The error for a run-time value used as a constant in `node`, with a
+        hint naming the value and, where it is this function's parameter, in
+        `runtime_names` for the caller to trace."""
+        expressions = hints.call_arguments(node) if isinstance(node, ast.Call) else [node]
+        names = hints.runtime_names(self.scope, expressions)
+        hint, parameters = hints.not_constexpr_hint(names, list(self.jit_fn.arg_names), self.fn_name,
+                                                    self.is_kernel)
+        located = self.error(node, str(error), hint=hint)
+        located.runtime_names = parameters
+        return located
+
     def unsupported(self, node: ast.AST, message: str) -> CompilationError:
         return self.error(node, message, UnsupportedLanguageConstruct)
 
@@ -276,6 +289,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             return super().visit(node)
         except CompilationError:
             raise
+        except NotConstexprError as error:
+            raise self.not_constexpr_error(node, error) from error
         except Exception as error:  # noqa: BLE001 - every user-facing failure becomes a CompilationError
             raise self.error(node, str(error) or type(error).__name__) from error
         finally:

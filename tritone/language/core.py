@@ -509,11 +509,21 @@ def dtype_name(ty: dtype) -> str:
     return str(ty)
 
 
+class NotConstexprError(TypeError, ValueError):
+    """A value known only at run time was used where the compiler needs a
+    constant (a block shape, an `arange` bound). Both a TypeError and a
+    ValueError, as Triton raises one or the other for these; the frontend adds
+    a hint naming the kernel parameter to declare `tl.constexpr`."""
+
+
 def validate_block_shape(shape) -> int:
     """The number of elements of a block `shape`; every dim must be a power of two
     and the total at most TRITON_MAX_TENSOR_NUMEL."""
     numel = 1
     for i, d in enumerate(shape):
+        if isinstance(d, tensor):
+            raise NotConstexprError(f"Shape element {i} must have type `constexpr[int]`, got a run-time "
+                                    f"{d.type} value: shapes must be known at compile time")
         if not isinstance(d, int) or isinstance(d, bool):
             raise TypeError(f"Shape element {i} must have type `constexpr[int]`, got `constexpr[{type(d)}]")
         if d <= 0 or d & (d - 1):

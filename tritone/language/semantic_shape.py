@@ -30,6 +30,9 @@ class ShapeSemantic:
     # -- construction -------------------------------------------------------------
     def arange(self, start: int, end: int) -> tensor:
         """`[start, end)` as an i32 block; the length must be a power of two."""
+        if isinstance(start, tensor) or isinstance(end, tensor):
+            raise tl.NotConstexprError("arange's arguments must be of type tl.constexpr: its bounds must be known "
+                                       "at compile time, but one is a run-time value")
         if not isinstance(start, int) or not isinstance(end, int):
             raise ValueError("arange's arguments must be of type tl.constexpr")
         # Triton tests `x >> 32`, which also rejects every negative start.
@@ -39,7 +42,12 @@ class ShapeSemantic:
             raise ValueError("arange's end argument must be greater than the start argument")
         length = end - start
         if length & (length - 1):
-            raise ValueError(f"arange's range must be a power of 2, got {length}")
+            padded = 1 << (length - 1).bit_length()
+            raise ValueError(
+                f"arange's range must be a power of 2, got {length} (tl.arange({start}, {end})). Use the next power "
+                f"of 2 and mask the extra lanes: offs = tl.arange({start}, {start + padded}) (in Python, "
+                f"triton.next_power_of_2({length}) == {padded}), then pass mask=offs < {end} to tl.load and "
+                f"tl.store")
         return self.create("arange", [], self.create_block(tl.int32, [length]), start=start, end=end)
 
     def make_scalar(self, value, ty: dtype) -> tensor:
