@@ -404,7 +404,13 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> Any:
         if node.id in self.scope:
             return self.scope[node.id]
-        return self.globals.lookup(node.id)
+        try:
+            return self.globals.lookup(node.id)
+        except NameError as error:
+            if str(error) != f"{node.id} is not defined":
+                raise
+            known = [*self.scope, *self.globals.closure, *self.globals.globals]
+            raise NameError(f"{error}{hints.did_you_mean(node.id, known)}") from None
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         return constexpr(node.value)
@@ -475,7 +481,11 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             base = base.value
         if isinstance(base, tl_tuple) and (attr in (tuple_fields(base) or ()) or not hasattr(base, attr)):
             return tuple_field(base, attr)  # a namedtuple's field
-        value = getattr(base, attr)
+        try:
+            value = getattr(base, attr)
+        except AttributeError as error:
+            public = [name for name in dir(base) if not name.startswith("_")]
+            raise AttributeError(f"{error}{hints.did_you_mean(attr, public)}") from None
         if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
             return BoundJitMethod(base, value)
         if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(type(value), "_fields")):

@@ -1,5 +1,7 @@
 """Hints that turn a compile error into its fix.
 
+Misspelt names and attributes get the closest defined one (`did_you_mean`).
+
 A value known only at run time used as a shape or an `arange` bound is the
 most common first mistake: the fix is to declare the kernel parameter it came
 from `tl.constexpr`. The error is raised deep inside a builtin, which knows only
@@ -11,6 +13,8 @@ from, so the hint can name the kernel's own parameter.
 from __future__ import annotations
 
 import ast
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from .values import has_tensor
@@ -66,6 +70,13 @@ def not_constexpr_hint(names: list[str], parameters: list[str], function: str,
                 f"from constants and kernel parameters declared `tl.constexpr`."), ()
     return ("shapes and tl.arange bounds must be compile-time constants: integers, or kernel parameters declared "
             "`tl.constexpr`."), ()
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """` (did you mean `close`?)` for the candidate closest to a misspelt
+    `name`, or "" when none is close."""
+    close = difflib.get_close_matches(name, [c for c in candidates if isinstance(c, str)], n=1, cutoff=0.75)
+    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def _listed(names: tuple[str, ...] | list[str]) -> str:

@@ -740,12 +740,16 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     acc = _unwrap_if_constexpr(acc)
     a_shape = [s.value for s in input.shape]
     b_shape = [s.value for s in other.shape]
+    shapes = f"input is {a_shape}, other is {b_shape}"
     if not len(a_shape) == len(b_shape) >= 2:
-        raise AssertionError("input and other must have equal ranks >= 2")
+        raise AssertionError(f"input and other must have equal ranks >= 2 ({shapes}); a vector takes part as a "
+                             f"[1, K] or [K, 1] block, e.g. x[None, :] or x[:, None]")
     if a_shape[:-2] != b_shape[:-2]:
-        raise AssertionError("input and other must have equal batch shapes")
+        raise AssertionError(f"input and other must have equal batch shapes ({shapes})")
     if a_shape[-1] != b_shape[-2]:
-        raise AssertionError("input and other must have equal reduction dimensions")
+        raise AssertionError(f"input and other must have equal reduction dimensions ({shapes}): tl.dot multiplies "
+                             f"[M, K] by [K, N], so input's last dimension must equal other's first "
+                             f"(tl.trans swaps the dimensions of a 2-D block)")
     c_shape = a_shape[:-1] + [b_shape[-1]]
     if acc is not None and [s.value for s in acc.shape] != c_shape:
         raise AssertionError("accumulator shape is incompatible")

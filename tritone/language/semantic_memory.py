@@ -123,7 +123,11 @@ class MemorySemantic(BlockPointerSemantic):
         if elem_ty.is_bool():
             ptr = self._byte_pointer(ptr)
             elem_ty = tl.int8
-        val = self.cast(val, elem_ty)
+        try:
+            val = self.cast(val, elem_ty)
+        except AssertionError as error:
+            raise AssertionError(f"tl.store of a {dtype_name(val.type.scalar)} value through a pointer to "
+                                 f"{dtype_name(elem_ty)}: {error}") from None
         if mask is None:
             self.create_void("store", [ptr, val], cache=cache, evict=evict)
             return

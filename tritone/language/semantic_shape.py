@@ -190,7 +190,9 @@ class ShapeSemantic:
                 ret_shape.append(left)
             else:
                 raise ValueError(f"Cannot make_shape_compatible: incompatible dimensions at index {i}: "
-                                 f"{left} and {right}")
+                                 f"{left} and {right} (shapes {list(lhs_shape)} and {list(rhs_shape)}): blocks "
+                                 f"combine when each dimension is equal or 1; x[:, None] and x[None, :] add a "
+                                 f"dimension of size 1")
         if list(lhs_shape) != ret_shape:
             lhs = self.create("broadcast", [lhs], block_type(lhs.dtype, ret_shape))
         if list(rhs_shape) != ret_shape:
@@ -251,6 +253,11 @@ class ShapeSemantic:
             elif isinstance(item, (slice, tl.slice)) and all(_unwrap_if_constexpr(part) is None
                                                  for part in (item.start, item.stop, item.step)):
                 continue
+            elif isinstance(item, tensor) and input.type.scalar.is_ptr():
+                raise ValueError(f"unsupported tensor index: {item}. A pointer is not indexed: read memory at "
+                                 f"offsets with tl.load(ptr + offsets) and write it with tl.store(ptr + offsets, "
+                                 f"value)")
             else:
-                raise ValueError(f"unsupported tensor index: {item}")
+                raise ValueError(f"unsupported tensor index: {item}. Blocks take only None (a new dimension of "
+                                 f"size 1) and `:` as indices, as in x[:, None]")
         return result
