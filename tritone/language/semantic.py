@@ -222,7 +222,8 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
         if _is_python_scalar(x):
             return self.scalar_constant(x, literal_dtype(x))
         if check_type:
-            raise TypeError(f"cannot convert {x} of type {type(x)} to tensor")
+            raise TypeError(f"cannot convert {x!r} of type {type(x).__name__} to tensor: kernel values are "
+                            f"blocks and int, float or bool scalars")
         return x
 
     def to_cond(self, cond) -> tensor:

@@ -15,6 +15,7 @@ loaded kernel's plan is called directly when no launch hooks are set.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import operator
 import os
@@ -250,8 +251,12 @@ def _hashable(value):
 
 
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
+    known = [*fn.arg_names, *KernelOptions.FIELD_NAMES, "stream"]
+    by_case = {candidate.lower(): candidate for candidate in known}
+    close = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.7)
+    suggestion = f"; did you mean {by_case[close[0]]}?" if close else ""
     return UnknownKeywordError(
-        f"Keyword argument {name} was specified but unrecognised (kernel {fn.__name__} has parameters "
+        f"Keyword argument {name} was specified but unrecognised{suggestion} (kernel {fn.__name__} has parameters "
         f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.FIELD_NAMES))}, stream)")
 
 
