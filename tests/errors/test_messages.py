@@ -59,6 +59,18 @@ def runtime_zeros_shape(x_ptr, BLOCK):
 
 
 @triton.jit
+def full_with_runtime_value_and_shape(x_ptr, fill, BLOCK):
+    block = tl.full((BLOCK,), fill, x_ptr.dtype.element_ty)  # E: full beside
+    tl.store(x_ptr + tl.arange(0, 16), block)
+
+
+@triton.jit
+def computed_arange_bound(x_ptr, n):
+    offs = tl.arange(0, n * 2)  # E: computed bound
+    tl.store(x_ptr + offs, 1.0)
+
+
+@triton.jit
 def innermost(width):
     return tl.arange(0, width)  # E: deep arange
 
@@ -183,6 +195,19 @@ def test_runtime_shape_of_zeros_names_the_parameter_and_hides_the_library_frame(
     # tl.zeros is a @jit function of tritone's own library: its body is not the user's mistake.
     assert "standard.py" not in message
     assert message.count(" in kernel ") == 1
+
+
+def test_only_the_shape_parameter_is_named_not_the_values_beside_it() -> None:
+    error = _compile_error(full_with_runtime_value_and_shape, _data(), 3.5, 16)
+    _shows_line(str(error), "full beside", "tl.full")
+    assert "`BLOCK: tl.constexpr`" in error.hint
+    assert "fill" not in error.hint and "x_ptr" not in error.hint
+
+
+def test_a_bound_computed_from_a_parameter_names_the_parameter() -> None:
+    error = _compile_error(computed_arange_bound, _data(32), 16)
+    _shows_line(str(error), "computed bound", "tl.arange")
+    assert "`n: tl.constexpr`" in error.hint
 
 
 def test_full_traceback_shows_the_library_frame(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -266,7 +266,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         hint naming the value and, where it is this function's parameter, in
         `runtime_names` for the caller to trace."""
         expressions = hints.call_arguments(node) if isinstance(node, ast.Call) else [node]
-        names = hints.runtime_names(self.scope, expressions)
+        names = hints.runtime_names(self.scope, expressions, error.value)
         hint, parameters = hints.not_constexpr_hint(names, list(self.jit_fn.arg_names), self.fn_name,
                                                     self.is_kernel)
         located = self.error(node, str(error), hint=hint)

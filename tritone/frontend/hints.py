@@ -17,19 +17,37 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+from ..language.core import tensor
+from ..language.core import tuple as tl_tuple
 from .values import has_tensor
 
 
-def runtime_names(scope: dict[str, Any], expressions: list[ast.AST]) -> list[str]:
+def runtime_names(scope: dict[str, Any], expressions: list[ast.AST], offending: Any = None) -> list[str]:
     """The local names read in `expressions` whose values are known only at run
-    time, in order of first appearance."""
+    time, in order of first appearance. Given the `offending` tensor, only the
+    names holding it, or where none does (it was computed, as in `n * 2`), those
+    holding an integer scalar: a pointer or a block passed beside a shape is not
+    the culprit."""
     names: list[str] = []
     for expression in expressions:
         for node in ast.walk(expression):
             if (isinstance(node, ast.Name) and node.id not in names and node.id in scope
                     and has_tensor(scope[node.id])):
                 names.append(node.id)
-    return names
+    if offending is None:
+        return names
+    holding = [name for name in names if _holds(scope[name], offending)]
+    return holding or [name for name in names if _is_integer_scalar(scope[name])]
+
+
+def _holds(value: Any, offending: Any) -> bool:
+    if value is offending:
+        return True
+    return isinstance(value, tl_tuple) and any(_holds(item, offending) for item in value.values)
+
+
+def _is_integer_scalar(value: Any) -> bool:
+    return isinstance(value, tensor) and not value.type.is_block() and value.type.scalar.is_int()
 
 
 def call_arguments(call: ast.Call) -> list[ast.AST]:
@@ -58,8 +76,10 @@ def not_constexpr_hint(names: list[str], parameters: list[str], function: str,
     if from_parameters and is_kernel:
         declared = ", ".join(f"`{name}: tl.constexpr`" for name in from_parameters)
         which = "parameter" if len(from_parameters) == 1 else "parameters"
-        return (f"{_listed(from_parameters)} {_is_are(from_parameters)} a run-time argument of kernel {function}; "
-                f"declare the {which} {declared} in `def {function}(...)` so the value is known when the kernel is "
+        arguments = "a run-time argument" if len(from_parameters) == 1 else "run-time arguments"
+        known = "its value is" if len(from_parameters) == 1 else "their values are"
+        return (f"{_listed(from_parameters)} {_is_are(from_parameters)} {arguments} of kernel {function}; "
+                f"declare the {which} {declared} in `def {function}(...)` so {known} known when the kernel is "
                 f"compiled (each distinct value compiles its own kernel)."), from_parameters
     if from_parameters:
         return (f"{_listed(from_parameters)} {_is_are(from_parameters)} given a run-time value by the caller of "

@@ -510,10 +510,14 @@ def dtype_name(ty: dtype) -> str:
 
 
 class NotConstexprError(TypeError, ValueError):
-    """A value known only at run time was used where the compiler needs a
-    constant (a block shape, an `arange` bound). Both a TypeError and a
-    ValueError, as Triton raises one or the other for these; the frontend adds
-    a hint naming the kernel parameter to declare `tl.constexpr`."""
+    """A value known only at run time (`value`, a tensor) was used where the
+    compiler needs a constant (a block shape, an `arange` bound). Both a
+    TypeError and a ValueError, as Triton raises one or the other for these;
+    the frontend adds a hint naming the kernel parameter to declare `tl.constexpr`."""
+
+    def __init__(self, message: str, value: Any = None):
+        super().__init__(message)
+        self.value = value
 
 
 def validate_block_shape(shape) -> int:
@@ -523,7 +527,7 @@ def validate_block_shape(shape) -> int:
     for i, d in enumerate(shape):
         if isinstance(d, tensor):
             raise NotConstexprError(f"Shape element {i} must have type `constexpr[int]`, got a run-time "
-                                    f"{d.type} value: shapes must be known at compile time")
+                                    f"{d.type} value: shapes must be known at compile time", d)
         if not isinstance(d, int) or isinstance(d, bool):
             raise TypeError(f"Shape element {i} must have type `constexpr[int]`, got `constexpr[{type(d)}]")
         if d <= 0 or d & (d - 1):

@@ -32,7 +32,8 @@ class ShapeSemantic:
         """`[start, end)` as an i32 block; the length must be a power of two."""
         if isinstance(start, tensor) or isinstance(end, tensor):
             raise tl.NotConstexprError("arange's arguments must be of type tl.constexpr: its bounds must be known "
-                                       "at compile time, but one is a run-time value")
+                                       "at compile time, but one is a run-time value",
+                                       start if isinstance(start, tensor) else end)
         if not isinstance(start, int) or not isinstance(end, int):
             raise ValueError("arange's arguments must be of type tl.constexpr")
         # Triton tests `x >> 32`, which also rejects every negative start.
