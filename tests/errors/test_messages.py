@@ -144,6 +144,18 @@ def misspells_a_language_function(x_ptr):
 
 
 @triton.jit
+def forgets_the_tl_prefix(x_ptr):
+    offs = arange(0, 16)  # E: no prefix  # noqa: F821
+    tl.store(x_ptr + offs, 1.0)
+
+
+@triton.jit
+def stores_through_an_int(x_ptr, n):
+    offs = tl.arange(0, 16)
+    tl.store(n + offs, 1.0)  # E: int pointer
+
+
+@triton.jit
 def adds_a_string(v):
     return v + "a"  # E: helper string
 
@@ -298,7 +310,11 @@ def test_missing_argument_names_the_kernel_and_parameter() -> None:
     (misspells_a_language_function, lambda: (_data(),), "tl typo", "tl.arnge", ("arnge", "`arange`")),
     (calls_a_helper_that_adds_a_string, lambda: (_data(),), "helper call", "adds_a_string",
      ("'a'", "str")),
-], ids=["fp8-store", "dot-shapes", "broadcast", "pointer-index", "local-typo", "tl-typo", "helper-string"])
+    (forgets_the_tl_prefix, lambda: (_data(),), "no prefix", "arange", ("arange is not defined", "`tl.arange`")),
+    (stores_through_an_int, lambda: (_data(), 5), "int pointer", "tl.store",
+     ("tl.store", "pointer", "x_ptr + offs", "an int32 block of shape [16]")),
+], ids=["fp8-store", "dot-shapes", "broadcast", "pointer-index", "local-typo", "tl-typo", "helper-string",
+        "no-tl-prefix", "int-pointer"])
 def test_mistake_is_shown_at_its_line_with_what_to_do(kernel, args, marker, snippet, words) -> None:
     message = str(_compile_error(kernel, *args()))
     _shows_line(message, marker, snippet)

@@ -409,6 +409,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except NameError as error:
             if str(error) != f"{node.id} is not defined":
                 raise
+            if language_attr(node.id) is not None:
+                raise NameError(f"{error} (did you mean `tl.{node.id}`?)") from None
             known = [*self.scope, *self.globals.closure, *self.globals.globals]
             raise NameError(f"{error}{hints.did_you_mean(node.id, known)}") from None
 
