@@ -83,6 +83,19 @@ def test_disable_line_info(monkeypatch):
     assert knobs.compilation.disable_line_info is True
 
 
+def test_full_traceback(monkeypatch):
+    from tritone.errors import show_internal_frames
+
+    for name in ("TRITONE_FULL_TRACEBACK", "TRITON_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    assert knobs.compilation.full_traceback is False and show_internal_frames() is False
+    monkeypatch.setenv("TRITONE_FULL_TRACEBACK", "yes")
+    assert knobs.compilation.full_traceback is True and show_internal_frames() is True
+    monkeypatch.delenv("TRITONE_FULL_TRACEBACK")
+    monkeypatch.setenv("TRITON_DEBUG", "1")
+    assert knobs.compilation.full_traceback is False and show_internal_frames() is True
+
+
 def test_knob_reader_gives_what_the_attributes_give(monkeypatch):
     names = ["TRITON_INTERPRET", "TRITONE_INTERPRET", "TRITON_DEBUG", "TRITON_F32_DEFAULT", "TRITON_CACHE_DIR"]
     for name in names:

@@ -158,7 +158,12 @@ class CompilationKnobs(_Group):
     always_compile = _env_bool("TRITON_ALWAYS_COMPILE")
     """Ignore the in-memory and on-disk caches."""
     debug = _env_bool("TRITON_DEBUG")
-    """Compile every kernel in debug mode (device asserts on, IR verified after each pass)."""
+    """Compile every kernel in debug mode (device asserts on, IR verified after each pass).
+    Compile errors then also show tritone's own frames, as `full_traceback` does."""
+    full_traceback = _env_bool("TRITONE_FULL_TRACEBACK")
+    """Show compile errors with tritone's internal frames: the whole Python traceback,
+    the chain of underlying exceptions and the call sites inside tritone's own
+    `@jit` library functions. Off, a compile error shows only the user's kernel lines."""
     default_fp_fusion = _env_bool("TRITON_DEFAULT_FP_FUSION", default=True)
     """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma)."""
     allow_non_constexpr_globals = _env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, KernelOptions
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
-from ..errors import TritonError
+from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
 
 if TYPE_CHECKING:
     from ..ir.core import Module
@@ -503,7 +503,11 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC
     but no GPU. NVRTC rejecting the generated code raises a `PTXASError`
     (`runtime.gpu_compile.NVRTCCompileError`). For the interpreter target the
-    result holds the IR and runs on the CPU."""
+    result holds the IR and runs on the CPU.
+
+    A kernel that cannot be compiled raises `CompilationError` showing the
+    kernel's lines; its traceback starts here unless `TRITONE_FULL_TRACEBACK=1`
+    (or `TRITON_DEBUG=1`) asks for tritone's internal frames too."""
     from .. import __tritone_version__
     from ..runtime.launch import active_target
 
@@ -519,15 +523,21 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     else:
         def build_ir(codegen_target: GPUTarget) -> Module:
             return make_ir(src, codegen_target, kernel_options)
-    if target.backend == "cuda":
-        from ..runtime import gpu_compile
-
-        binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options)
-        return CompiledKernel.from_binary(src, kernel_options, binary)
-    if target.backend != INTERPRETER_TARGET.backend:
+    if target.backend != "cuda" and target.backend != INTERPRETER_TARGET.backend:
         raise TritonError(f"kernel {src.name}: tritone compiles for CUDA GPUs (GPUTarget('cuda', arch, 32)) and "
                           f"for its CPU interpreter, not for {target}")
-    module = build_ir(target)
+    try:
+        if target.backend == "cuda":
+            from ..runtime import gpu_compile
+
+            binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options)
+            return CompiledKernel.from_binary(src, kernel_options, binary)
+        module = build_ir(target)
+    except CompilationError as error:
+        if show_internal_frames():
+            raise
+        __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
+        raise without_internal_frames(error) from None
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
     return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)

@@ -12,7 +12,7 @@
 
 Errors raised while calling become CompilationErrors at the call; an error
 inside a callee is re-raised at the call site (same class, message naming
-both places) with the callee's error as `__cause__`.
+both places) with the callee's error as `callee` and `__cause__`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language.core import base_value, constexpr, is_builtin, tensor
 from ..language.core import tuple as tl_tuple
+from . import hints
 from .scope import is_jit_function, language_attr
 from .values import has_tensor, to_python, unwrap, wrap
 
@@ -72,7 +73,7 @@ class CallsMixin:
         if special is not None:
             return special(node, args, kwargs)
         if is_jit_function(fn):
-            return self._nested(node, lambda: wrap(self.ctx.call_jit(fn, args, kwargs)))
+            return self._nested(node, lambda: wrap(self.ctx.call_jit(fn, args, kwargs)), fn)
         if is_builtin(fn):
             return self._nested(node, lambda: _normalise_result(fn(*args, _semantic=self.semantic, **kwargs)))
         receiver = getattr(fn, "__self__", None)
@@ -86,13 +87,25 @@ class CallsMixin:
         result = fn(*[to_python(a) for a in args], **{k: to_python(v) for k, v in kwargs.items()})
         return wrap(result)
 
-    def _nested(self, node: ast.AST, emit) -> Any:
+    def _nested(self, node: ast.AST, emit, callee: Any = None) -> Any:
         """Run `emit`; an error already located elsewhere (in a callee, or in a
-        combine function a builtin compiled) is re-raised at this call."""
+        combine function a builtin compiled) is re-raised at this call. When the
+        callee is the `@jit` function `callee` and its error names parameters
+        that got run-time values (`runtime_names`), the hint is traced to the
+        names this call passed for them."""
         try:
             return emit()
         except CompilationError as error:
-            raise self.error(node, str(error), type(error)) from error
+            hint, parameters = None, ()
+            if error.runtime_names and callee is not None and isinstance(node, ast.Call):
+                passed = [hints.argument_of(node, list(callee.arg_names), name) for name in error.runtime_names]
+                names = hints.runtime_names(self.scope, [expression for expression in passed if expression])
+                if names:
+                    hint, parameters = hints.not_constexpr_hint(names, list(self.jit_fn.arg_names), self.fn_name,
+                                                                self.is_kernel)
+            located = self.error(node, error.error_message, type(error), callee=error, hint=hint)
+            located.runtime_names = parameters
+            raise located from error
 
     # -- calls with a kernel meaning of their own ----------------------------------
     def _special_call(self, fn: Any):

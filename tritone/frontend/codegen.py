@@ -23,10 +23,11 @@ from typing import Any, Iterator
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type
-from ..language.core import constexpr, is_builtin, tensor
+from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 from ..language.semantic import Semantic
+from . import hints
 from .calls import BoundJitMethod, CallsMixin
 from .control_flow import ControlFlowMixin
 from .scope import GlobalScope, is_jit_function, language_attr
@@ -255,9 +256,22 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
     def location(self, node: ast.AST) -> Location:
         return Location(self.file_name, node.lineno + self.line_offset, node.col_offset, self.fn_name)
 
-    def error(self, node: ast.AST, message: str | None, cls: type = CompilationError) -> CompilationError:
+    def error(self, node: ast.AST, message: str | None, cls: type = CompilationError, *,
+              callee: CompilationError | None = None, hint: str | None = None) -> CompilationError:
         return cls(self.src, node, message, filename=self.file_name, function=self.fn_name,
-                   line_offset=self.line_offset)
+                   line_offset=self.line_offset, callee=callee, hint=hint)
+
+    def not_constexpr_error(self, node: ast.AST, error: NotConstexprError) -> CompilationError:
+        """The error for a run-time value used as a constant in `node`, with a
+        hint naming the value and, where it is this function's parameter, in
+        `runtime_names` for the caller to trace."""
+        expressions = hints.call_arguments(node) if isinstance(node, ast.Call) else [node]
+        names = hints.runtime_names(self.scope, expressions, error.value)
+        hint, parameters = hints.not_constexpr_hint(names, list(self.jit_fn.arg_names), self.fn_name,
+                                                    self.is_kernel)
+        located = self.error(node, str(error), hint=hint)
+        located.runtime_names = parameters
+        return located
 
     def unsupported(self, node: ast.AST, message: str) -> CompilationError:
         return self.error(node, message, UnsupportedLanguageConstruct)
@@ -275,6 +289,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             return super().visit(node)
         except CompilationError:
             raise
+        except NotConstexprError as error:
+            raise self.not_constexpr_error(node, error) from error
         except Exception as error:  # noqa: BLE001 - every user-facing failure becomes a CompilationError
             raise self.error(node, str(error) or type(error).__name__) from error
         finally:
@@ -388,7 +404,15 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> Any:
         if node.id in self.scope:
             return self.scope[node.id]
-        return self.globals.lookup(node.id)
+        try:
+            return self.globals.lookup(node.id)
+        except NameError as error:
+            if str(error) != f"{node.id} is not defined":
+                raise
+            if language_attr(node.id) is not None:
+                raise NameError(f"{error} (did you mean `tl.{node.id}`?)") from None
+            known = [*self.scope, *self.globals.closure, *self.globals.globals]
+            raise NameError(f"{error}{hints.did_you_mean(node.id, known)}") from None
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         return constexpr(node.value)
@@ -459,7 +483,11 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             base = base.value
         if isinstance(base, tl_tuple) and (attr in (tuple_fields(base) or ()) or not hasattr(base, attr)):
             return tuple_field(base, attr)  # a namedtuple's field
-        value = getattr(base, attr)
+        try:
+            value = getattr(base, attr)
+        except AttributeError as error:
+            public = [name for name in dir(base) if not name.startswith("_")]
+            raise AttributeError(f"{error}{hints.did_you_mean(attr, public)}") from None
         if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
             return BoundJitMethod(base, value)
         if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(type(value), "_fields")):

@@ -509,11 +509,25 @@ def dtype_name(ty: dtype) -> str:
     return str(ty)
 
 
+class NotConstexprError(TypeError, ValueError):
+    """A value known only at run time (`value`, a tensor) was used where the
+    compiler needs a constant (a block shape, an `arange` bound). Both a
+    TypeError and a ValueError, as Triton raises one or the other for these;
+    the frontend adds a hint naming the kernel parameter to declare `tl.constexpr`."""
+
+    def __init__(self, message: str, value: Any = None):
+        super().__init__(message)
+        self.value = value
+
+
 def validate_block_shape(shape) -> int:
     """The number of elements of a block `shape`; every dim must be a power of two
     and the total at most TRITON_MAX_TENSOR_NUMEL."""
     numel = 1
     for i, d in enumerate(shape):
+        if isinstance(d, tensor):
+            raise NotConstexprError(f"Shape element {i} must have type `constexpr[int]`, got a run-time "
+                                    f"{d.type} value: shapes must be known at compile time", d)
         if not isinstance(d, int) or isinstance(d, bool):
             raise TypeError(f"Shape element {i} must have type `constexpr[int]`, got `constexpr[{type(d)}]")
         if d <= 0 or d & (d - 1):
@@ -730,12 +744,16 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     acc = _unwrap_if_constexpr(acc)
     a_shape = [s.value for s in input.shape]
     b_shape = [s.value for s in other.shape]
+    shapes = f"input is {a_shape}, other is {b_shape}"
     if not len(a_shape) == len(b_shape) >= 2:
-        raise AssertionError("input and other must have equal ranks >= 2")
+        raise AssertionError(f"input and other must have equal ranks >= 2 ({shapes}); a vector takes part as a "
+                             f"[1, K] or [K, 1] block, e.g. x[None, :] or x[:, None]")
     if a_shape[:-2] != b_shape[:-2]:
-        raise AssertionError("input and other must have equal batch shapes")
+        raise AssertionError(f"input and other must have equal batch shapes ({shapes})")
     if a_shape[-1] != b_shape[-2]:
-        raise AssertionError("input and other must have equal reduction dimensions")
+        raise AssertionError(f"input and other must have equal reduction dimensions ({shapes}): tl.dot multiplies "
+                             f"[M, K] by [K, N], so input's last dimension must equal other's first "
+                             f"(tl.trans swaps the dimensions of a 2-D block)")
     c_shape = a_shape[:-1] + [b_shape[-1]]
     if acc is not None and [s.value for s in acc.shape] != c_shape:
         raise AssertionError("accumulator shape is incompatible")

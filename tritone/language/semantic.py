@@ -222,7 +222,8 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
         if _is_python_scalar(x):
             return self.scalar_constant(x, literal_dtype(x))
         if check_type:
-            raise TypeError(f"cannot convert {x} of type {type(x)} to tensor")
+            raise TypeError(f"cannot convert {x!r} of type {type(x).__name__} to tensor: kernel values are "
+                            f"blocks and int, float or bool scalars")
         return x
 
     def to_cond(self, cond) -> tensor:
@@ -650,7 +651,8 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
             return convert()
         if src_sca.is_ptr() and dst_sca.is_ptr():
             return convert()
-        raise AssertionError(f"cannot cast {input} to {dst_ty}")
+        raise AssertionError(f"cannot cast {dtype_name(src_sca)} to {dtype_name(dst_sca)}: "
+                             f"{_cast_fix(src_sca, dst_sca)}")
 
     # -- combine regions (reduce / scan) ------------------------------------------------
     def call_combine_fn(self, combine_fn, args: list[tensor]) -> list[tensor]:
@@ -682,3 +684,13 @@ class Semantic(ShapeSemantic, MemorySemantic, ComputeSemantic):
             self.create_void("yield", results)
         finally:
             self.builder.restore_insertion_point(point)
+
+
+def _cast_fix(src: dtype, dst: dtype) -> str:
+    """How to get from `src` to `dst` when no direct conversion exists."""
+    if src.is_fp8() or dst.is_fp8():
+        return "fp8 and integers do not convert directly; go through a wider float, e.g. .to(tl.float32).to(...)"
+    if src.is_ptr() or dst.is_ptr():
+        return ("a pointer converts only to int64, to int1 (is it null) and to other pointers, and only int64 "
+                "converts to a pointer")
+    return "no conversion between these types"

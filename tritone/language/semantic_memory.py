@@ -49,7 +49,8 @@ class MemorySemantic(BlockPointerSemantic):
                                            is_volatile)
         ptr = self.to_tensor(ptr)
         if not ptr.type.scalar.is_ptr():
-            raise ValueError(f"Unsupported ptr type {ptr.type!r} in `tl.load`")
+            raise ValueError(f"Unsupported ptr type {ptr.type!r} in `tl.load`: it takes a pointer, such as a "
+                             f"tensor argument plus offsets (x_ptr + offs), but got {_kind(ptr)}")
         if mask is None and other is not None:
             raise ValueError("`other` cannot be provided without `mask`")
         if padding_option or boundary_check:
@@ -99,7 +100,8 @@ class MemorySemantic(BlockPointerSemantic):
         if ptr.type.scalar.is_ptr() and ptr.type.scalar.is_const():
             raise ValueError("Cannot store to a constant pointer")
         if not ptr.type.scalar.is_ptr():
-            raise ValueError(f"Unsupported ptr type {ptr.type!r} in `tl.store`")
+            raise ValueError(f"Unsupported ptr type {ptr.type!r} in `tl.store`: it takes a pointer, such as a "
+                             f"tensor argument plus offsets (x_ptr + offs), but got {_kind(ptr)}")
         if boundary_check:
             raise ValueError("`boundary_check` argument is not supported for storing a tensor of pointers or storing a "
                              "scalar. Because the compiler does not know the boundary; please use block pointers "
@@ -123,7 +125,11 @@ class MemorySemantic(BlockPointerSemantic):
         if elem_ty.is_bool():
             ptr = self._byte_pointer(ptr)
             elem_ty = tl.int8
-        val = self.cast(val, elem_ty)
+        try:
+            val = self.cast(val, elem_ty)
+        except AssertionError as error:
+            raise AssertionError(f"tl.store of a {dtype_name(val.type.scalar)} value through a pointer to "
+                                 f"{dtype_name(elem_ty)}: {error}") from None
         if mask is None:
             self.create_void("store", [ptr, val], cache=cache, evict=evict)
             return
@@ -184,3 +190,12 @@ class MemorySemantic(BlockPointerSemantic):
         cmp = self.cast(cmp, elem_ty)
         val = self.cast(val, elem_ty)
         return self.create("atomic_cas", [ptr, cmp, val], val.type, sem=sem, scope=scope)
+
+
+def _kind(value: tensor) -> str:
+    """How a message names a kernel value's type: `an int32 block of shape [16]`, `an fp32 scalar`."""
+    name = dtype_name(value.type.scalar)
+    article = "an" if name.startswith(("int", "fp")) else "a"
+    if value.type.is_block():
+        return f"{article} {name} block of shape {list(value.type.shape)}"
+    return f"{article} {name} scalar"

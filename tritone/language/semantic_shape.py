@@ -30,6 +30,10 @@ class ShapeSemantic:
     # -- construction -------------------------------------------------------------
     def arange(self, start: int, end: int) -> tensor:
         """`[start, end)` as an i32 block; the length must be a power of two."""
+        if isinstance(start, tensor) or isinstance(end, tensor):
+            raise tl.NotConstexprError("arange's arguments must be of type tl.constexpr: its bounds must be known "
+                                       "at compile time, but one is a run-time value",
+                                       start if isinstance(start, tensor) else end)
         if not isinstance(start, int) or not isinstance(end, int):
             raise ValueError("arange's arguments must be of type tl.constexpr")
         # Triton tests `x >> 32`, which also rejects every negative start.
@@ -39,7 +43,12 @@ class ShapeSemantic:
             raise ValueError("arange's end argument must be greater than the start argument")
         length = end - start
         if length & (length - 1):
-            raise ValueError(f"arange's range must be a power of 2, got {length}")
+            padded = 1 << (length - 1).bit_length()
+            raise ValueError(
+                f"arange's range must be a power of 2, got {length} (tl.arange({start}, {end})). Use the next power "
+                f"of 2 and mask the extra lanes: offs = tl.arange({start}, {start + padded}) (in Python, "
+                f"triton.next_power_of_2({length}) == {padded}), then pass mask=offs < {end} to tl.load and "
+                f"tl.store")
         return self.create("arange", [], self.create_block(tl.int32, [length]), start=start, end=end)
 
     def make_scalar(self, value, ty: dtype) -> tensor:
@@ -182,7 +191,9 @@ class ShapeSemantic:
                 ret_shape.append(left)
             else:
                 raise ValueError(f"Cannot make_shape_compatible: incompatible dimensions at index {i}: "
-                                 f"{left} and {right}")
+                                 f"{left} and {right} (shapes {list(lhs_shape)} and {list(rhs_shape)}): blocks "
+                                 f"combine when each dimension is equal or 1; x[:, None] and x[None, :] add a "
+                                 f"dimension of size 1")
         if list(lhs_shape) != ret_shape:
             lhs = self.create("broadcast", [lhs], block_type(lhs.dtype, ret_shape))
         if list(rhs_shape) != ret_shape:
@@ -243,6 +254,11 @@ class ShapeSemantic:
             elif isinstance(item, (slice, tl.slice)) and all(_unwrap_if_constexpr(part) is None
                                                  for part in (item.start, item.stop, item.step)):
                 continue
+            elif isinstance(item, tensor) and input.type.scalar.is_ptr():
+                raise ValueError(f"unsupported tensor index: {item}. A pointer is not indexed: read memory at "
+                                 f"offsets with tl.load(ptr + offsets) and write it with tl.store(ptr + offsets, "
+                                 f"value)")
             else:
-                raise ValueError(f"unsupported tensor index: {item}")
+                raise ValueError(f"unsupported tensor index: {item}. Blocks take only None (a new dimension of "
+                                 f"size 1) and `:` as indices, as in x[:, None]")
         return result

@@ -564,7 +564,11 @@ class JITFunction(KernelInterface[T]):
 
     # -- calls -----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
+        name = self.__name__
+        raise RuntimeError(
+            f"Cannot call @triton.jit'd outside of the scope of a kernel: {name} is a kernel; launch it over a grid "
+            f"of programs: {name}[grid]({', '.join(self.arg_names)}), with grid a tuple of 1 to 3 ints such as "
+            f"(triton.cdiv(size, BLOCK_SIZE),). Inside another @jit function, call it directly.")
 
     def add_pre_run_hook(self, hook: Callable) -> None:
         """Register `hook(*args, **kwargs)`, called with the launch arguments before each run."""

@@ -15,6 +15,7 @@ loaded kernel's plan is called directly when no launch hooks are set.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import operator
 import os
@@ -30,7 +31,7 @@ import numpy as np
 from .. import knobs
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
 from ..compiler import compiler
-from ..errors import TritonError
+from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
 from ..language.core import constexpr
 from . import cuda_driver
 from .cuda_driver import CudaDriver, DeviceAttribute
@@ -250,8 +251,12 @@ def _hashable(value):
 
 
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
+    known = [*fn.arg_names, *KernelOptions.FIELD_NAMES, "stream"]
+    by_case = {candidate.lower(): candidate for candidate in known}
+    close = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.7)
+    suggestion = f"; did you mean {by_case[close[0]]}?" if close else ""
     return UnknownKeywordError(
-        f"Keyword argument {name} was specified but unrecognised (kernel {fn.__name__} has parameters "
+        f"Keyword argument {name} was specified but unrecognised{suggestion} (kernel {fn.__name__} has parameters "
         f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.FIELD_NAMES))}, stream)")
 
 
@@ -320,7 +325,13 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)
     if kernel is None:
-        kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+        try:
+            kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+        except CompilationError as error:
+            if show_internal_frames():
+                raise
+            __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
+            raise without_internal_frames(error) from None
         cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()

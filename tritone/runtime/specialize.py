@@ -194,7 +194,17 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         return type_name, DIVISIBLE if align and data_address(value) % 16 == 0 else ""
     if isinstance(value, tuple):
         return _specialize_tuple(value, is_const, specialize, align), None
-    raise TypeError(f"failed to specialize argument of type {type(value).__qualname__}")
+    raise TypeError(_unsupported_argument(value))
+
+
+def _unsupported_argument(value: Any) -> str:
+    """Why `value` cannot be a kernel argument, and what can."""
+    kind = type(value).__qualname__
+    message = (f"failed to specialize argument of type {kind}. Kernel arguments are tensors (torch tensors, numpy "
+               f"arrays, objects with data_ptr()), ints, floats, bools, None, tl.constexpr values and tuples of these")
+    if isinstance(value, (list, range)):
+        message += f". A {kind} is not converted: put the values in a tensor, e.g. torch.tensor(values, device='cuda')"
+    return message
 
 
 def specialize_annotated(value: Any, annotation_type: str, specialize: bool, align: bool) -> tuple[str, Any]:
