@@ -417,6 +417,18 @@ def write_outputs(out: Path, comparisons: list[Comparison], meta: dict, list_reg
     return written
 
 
+def load_runs(report: Path, side: str) -> dict[str, FileRun]:
+    """One side's runs, by file, from the conformance.json of an earlier run."""
+    payload = json.loads(report.read_text(encoding="utf-8"))
+    runs = {}
+    for entry in payload["files"]:
+        data = entry["runs"].get(side)
+        if data is not None:
+            tests = {test_id: TestResult(**result) for test_id, result in data.pop("tests").items()}
+            runs[entry["path"]] = FileRun(**data, tests=tests)
+    return runs
+
+
 def regression_lines(comparisons: list[Comparison]) -> str:
     """One line per regression, sorted by test id: the id, a tab, the first line of its error."""
     every = sorted((test_id, message) for c in comparisons for test_id, message in c.regressions.items())
@@ -467,7 +479,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, help="files run at the same time (default 1)")
     parser.add_argument("-n", dest="workers", type=int, default=0,
                         help="pytest-xdist workers per file, where xdist is installed")
-    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=None,
+                        help="columns to run (default both, or tritone alone with --upstream-from)")
+    parser.add_argument("--upstream-from", type=Path,
+                        help="take the upstream column from this conformance.json of an earlier run (same\n"
+                        "machine, files and -k) instead of running it again")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs both sides")
     parser.add_argument("--alias-dir", type=Path,
                         help="folder put first on PYTHONPATH of the tritone column only, e.g. one whose\n"
@@ -479,6 +495,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pytest-arg", dest="pytest_args", action="append", default=[],
                         help="one extra pytest argument (repeatable)")
     args = parser.parse_args(argv)
+    if args.sides is None:
+        args.sides = ["tritone"] if args.upstream_from else list(SIDES)
+    if args.upstream_from and "upstream" in args.sides:
+        parser.error("--upstream-from replaces the upstream column: do not also run it with --sides")
     if args.tests is None and args.tutorials is None:
         parser.error("give --tests, --tutorials or both")
     return args
@@ -519,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
             runs = list(pool.map(run_job, jobs))
 
     by_path: dict[str, dict[str, FileRun]] = {}
+    if args.upstream_from:
+        earlier = load_runs(args.upstream_from, "upstream")
+        for run in runs:
+            if run.path in earlier:
+                by_path.setdefault(run.path, {})["upstream"] = earlier[run.path]
     for run in runs:
         by_path.setdefault(run.path, {})[run.side] = run
     comparisons = [compare(path, sides, known) for path, sides in by_path.items()]
@@ -531,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "device": args.device, "keyword": args.keyword, "python": args.python,
         "sides": {side: probes[side] for side in args.sides}, "known_differences": len(known),
+        "upstream_from": str(args.upstream_from) if args.upstream_from else None,
     }
     if args.out:
         for path in write_outputs(args.out, comparisons, meta, args.list_regressions):

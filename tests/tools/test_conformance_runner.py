@@ -227,3 +227,17 @@ def test_report_log_folds_phases_into_one_status(tmp_path):
         "unit/t.py::c": ("skipped", "xfail reason"),
         "unit/t.py": ("error", "ImportError: no"),
     }
+
+
+def test_upstream_column_taken_from_an_earlier_report(folders, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    args = ["--tests", str(folders["tests"]), "--files", "unit/test_sample.py"]
+    assert runner.main(args + _common_args(folders, first)) == 1
+    assert runner.main(args + _common_args(folders, second) + ["--upstream-from", str(first / "conformance.json")]) == 1
+    before = json.loads((first / "conformance.json").read_text())["files"][0]
+    after = json.loads((second / "conformance.json").read_text())
+    assert after["meta"]["sides"].keys() == {"tritone"}
+    assert after["files"][0]["runs"]["upstream"] == before["runs"]["upstream"]
+    assert after["files"][0]["regressions"] == before["regressions"]
+    with pytest.raises(SystemExit):
+        runner.main(args + ["--sides", "upstream", "--upstream-from", str(first / "conformance.json")])
