@@ -7,10 +7,11 @@ by side, on the same machine in the same session.
 
 Each side of each test file runs in its own `python -m pytest` subprocess from
 the tests folder (upstream's conftest.py must be there: it adds `--device`), with
-`TRITONE_AS_TRITON=1` for the tritone column and without it for the upstream
-column. Results are collected per test id by the `conformance_log` plugin beside
-this file. `--device cpu` also sets `TRITON_INTERPRET=1` on both sides, so the
-upstream column is Triton's own interpreter.
+`TRITONE_AS_TRITON=1` for the tritone column and `TRITONE_AS_TRITON=0` for the
+upstream column (the switch of tritone's `import triton` startup hook). Results
+are collected per test id by the `conformance_log` plugin beside this file.
+`--device cpu` also sets `TRITON_INTERPRET=1` on both sides, so the upstream
+column is Triton's own interpreter.
 
 A test that passes upstream but not under tritone is a regression, unless a
 pattern of docs/CONFORMANCE.md (section "Known differences") names it: then it
@@ -45,6 +46,17 @@ DEFAULT_FILE_GLOBS = ("unit/language/test_*.py", "unit/runtime/test_*.py")
 DEFAULT_TUTORIAL_GLOB = "0[1-8]-*.py"
 KNOWN_SECTION = "known differences"
 _KNOWN_ENTRY = re.compile(r"^\s*[-*]\s+`(?P<pattern>[^`]+)`\s*(?::|\u2014|-)\s*(?P<reason>.+?)\s*$")
+
+
+class SetupError(SystemExit):
+    """A column cannot run at all; exits with status 2 and says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass
@@ -162,14 +174,14 @@ def read_report_log(log_path: Path, rel_file: str) -> dict[str, TestResult]:
 
 def side_environment(side: str, device: str, alias_dir: Path | None, base: dict[str, str] | None = None) -> dict:
     """The environment of one column: TRITONE_AS_TRITON=1 for tritone (with this
-    checkout first on the path and the optional alias folder), without it for
-    upstream; TRITON_INTERPRET=1 on both sides for --device cpu."""
+    checkout first on the path and the optional alias folder), TRITONE_AS_TRITON=0
+    for upstream (which overrides a `python -m tritone use tritone` recorded for
+    the environment); TRITON_INTERPRET=1 on both sides for --device cpu."""
     env = dict(os.environ if base is None else base)
-    env.pop("TRITONE_AS_TRITON", None)
     env.pop("TRITON_INTERPRET", None)
+    env["TRITONE_AS_TRITON"] = "1" if side == "tritone" else "0"
     path = [str(TOOLS_DIR)]
     if side == "tritone":
-        env["TRITONE_AS_TRITON"] = "1"
         if alias_dir is not None:
             path.append(str(alias_dir))
         path.append(str(REPO_ROOT))
@@ -194,21 +206,21 @@ _PROBE = (
 
 def probe_side(side: str, python: str, env: dict) -> dict:
     """Which package answers `import triton` in this column's environment; raises
-    SystemExit when it is the wrong one, since the column would then be a lie."""
+    SetupError when it is the wrong one, since the column would then be a lie."""
     done = subprocess.run([python, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise SystemExit(f"conformance: `import triton` fails in the {side} column: {tail}")
+        raise SetupError(f"conformance: `import triton` fails in the {side} column: {tail}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
     is_tritone = info["tritone"] is not None
     if side == "tritone" and not is_tritone:
-        raise SystemExit(
+        raise SetupError(
             f"conformance: with TRITONE_AS_TRITON=1, `import triton` still answers from {info['file']}: "
             "install tritone's import hook, or pass --alias-dir with a folder whose sitecustomize.py aliases it"
         )
     if side == "upstream" and is_tritone:
-        raise SystemExit(
-            f"conformance: without TRITONE_AS_TRITON, `import triton` answers with tritone ({info['file']}): "
+        raise SetupError(
+            f"conformance: with TRITONE_AS_TRITON=0, `import triton` answers with tritone ({info['file']}): "
             "install upstream Triton in this Python, or run only --sides tritone"
         )
     return info
@@ -446,7 +458,7 @@ def select_files(tests_dir: Path, files: list[str] | None) -> list[str]:
     for pattern in patterns:
         matches = sorted(tests_dir.glob(pattern))
         if not matches:
-            raise SystemExit(f"conformance: no test file matches {pattern!r} under {tests_dir}")
+            raise SetupError(f"conformance: no test file matches {pattern!r} under {tests_dir}")
         chosen += [p.relative_to(tests_dir).as_posix() for p in matches if p.is_file()]
     return list(dict.fromkeys(chosen))
 
@@ -457,7 +469,7 @@ def select_tutorials(tutorials_dir: Path, names: list[str] | None) -> list[Path]
     for pattern in patterns:
         matches = sorted(tutorials_dir.glob(pattern))
         if not matches:
-            raise SystemExit(f"conformance: no tutorial matches {pattern!r} under {tutorials_dir}")
+            raise SetupError(f"conformance: no tutorial matches {pattern!r} under {tutorials_dir}")
         chosen += matches
     return list(dict.fromkeys(chosen))
 
@@ -565,4 +577,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except SetupError as error:
+        print(error, file=sys.stderr)
+        sys.exit(2)

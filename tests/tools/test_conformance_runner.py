@@ -196,7 +196,7 @@ def test_timeout_keeps_the_results_before_the_hang(folders, tmp_path):
 
 def test_refuses_a_column_answered_by_the_wrong_package(folders, tmp_path):
     (folders["upstream"] / "triton" / "__init__.py").write_text("__tritone_version__ = 'not upstream'\n")
-    with pytest.raises(SystemExit, match="without TRITONE_AS_TRITON, `import triton` answers with tritone"):
+    with pytest.raises(SystemExit, match="with TRITONE_AS_TRITON=0, `import triton` answers with tritone"):
         runner.main(["--tests", str(folders["tests"]), "--files", "unit/test_sample.py"]
                     + _common_args(folders, tmp_path / "out"))
 
