@@ -45,7 +45,9 @@ STATUSES = ("passed", "failed", "skipped", "error")
 DEFAULT_FILE_GLOBS = ("unit/language/test_*.py", "unit/runtime/test_*.py")
 DEFAULT_TUTORIAL_GLOB = "0[1-8]-*.py"
 KNOWN_SECTION = "known differences"
-_KNOWN_ENTRY = re.compile(r"^\s*[-*]\s+`(?P<pattern>[^`]+)`\s*(?::|\u2014|-)\s*(?P<reason>.+?)\s*$")
+_KNOWN_ENTRY = re.compile(
+    r"^[-*]\s+`(?P<pattern>[^`]+)`\s*(?:\((?P<device>cpu|cuda)\))?\s*(?::|\u2014|-)\s*(?P<reason>.+?)\s*$"
+)
 
 
 class SetupError(SystemExit):
@@ -86,8 +88,12 @@ class FileRun:
 
 @dataclass(frozen=True)
 class KnownDifference:
+    """Tests (a shell pattern of test ids) expected to differ, and why; `device`
+    limits the entry to runs with that --device (None: every run)."""
+
     pattern: str
     reason: str
+    device: str | None = None
 
 
 @dataclass
@@ -103,28 +109,41 @@ class Comparison:
 # ---------------------------------------------------------------- known differences
 
 
-def load_known_differences(path: Path | None) -> list[KnownDifference]:
-    """The entries of the "Known differences" section of a markdown file: bullets
+def load_known_differences(path: Path | None, device: str | None = None) -> list[KnownDifference]:
+    """The entries of the "Known differences" section (and its subsections) of a markdown file: bullets
     that start with a test id pattern in backticks (shell wildcards, relative to
-    the tests folder, `tutorials/<name>` for a tutorial) followed by the reason."""
+    the tests folder, `tutorials/<name>` for a tutorial), optionally `(cpu)` or
+    `(cuda)` to hold for that device only, then a colon and the reason (indented
+    lines below continue it). With `device`, the entries for other devices are left out."""
     if path is None or not path.exists():
         return []
-    entries = []
-    in_section = False
+    entries: list[KnownDifference] = []
+    section_level = 0  # heading level of the section while inside it (its subsections count), else 0
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
-            in_section = line.lstrip("#").strip().lower() == KNOWN_SECTION
+            level = len(line) - len(line.lstrip("#"))
+            if line.lstrip("#").strip().lower() == KNOWN_SECTION:
+                section_level = level
+            elif level <= section_level:
+                section_level = 0
             continue
-        match = _KNOWN_ENTRY.match(line) if in_section else None
+        if not section_level:
+            continue
+        match = _KNOWN_ENTRY.match(line)
         if match:
-            entries.append(KnownDifference(match["pattern"], match["reason"]))
-    return entries
+            entries.append(KnownDifference(match["pattern"], match["reason"], match["device"]))
+        elif line[:1].isspace() and line.strip() and entries:
+            last = entries[-1]
+            entries[-1] = KnownDifference(last.pattern, f"{last.reason} {line.strip()}", last.device)
+    return [entry for entry in entries if device is None or entry.device in (None, device)]
 
 
 def known_reason(test_id: str, known: list[KnownDifference]) -> str | None:
-    """The reason of the first known difference whose pattern matches test_id."""
+    """The reason of the first known difference whose pattern matches test_id,
+    or test_id without its parameters (`file::test_x` covers `file::test_x[...]`)."""
+    bare = test_id.split("[", 1)[0]
     for entry in known:
-        if fnmatch.fnmatchcase(test_id, entry.pattern):
+        if fnmatch.fnmatchcase(test_id, entry.pattern) or fnmatch.fnmatchcase(bare, entry.pattern):
             return entry.reason
     return None
 
@@ -521,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     alias_dir = args.alias_dir.resolve() if args.alias_dir else None
     envs = {side: side_environment(side, args.device, alias_dir) for side in args.sides}
     probes = {side: probe_side(side, args.python, envs[side]) for side in args.sides}
-    known = load_known_differences(args.known)
+    known = load_known_differences(args.known, args.device)
     files = select_files(args.tests.resolve(), args.files) if args.tests else []
     tutorials = select_tutorials(args.tutorials.resolve(), args.tutorial_names) if args.tutorials else []
 

@@ -86,8 +86,13 @@ KNOWN = """
 
 ## Known differences
 
-- `unit/test_sample.py::test_known`: tritone has no TTGIR to read
+- `unit/test_sample.py::test_known`: tritone has no TTGIR
+  to read
 - `tutorials/02-*.py`: needs a GPU feature tritone lacks
+
+### On the GPU only
+
+- `unit/test_sample.py::test_upstream_only` (cuda): only a GPU run expects this
 
 ## Elsewhere
 
@@ -203,9 +208,18 @@ def test_refuses_a_column_answered_by_the_wrong_package(folders, tmp_path):
 
 def test_known_differences_come_from_their_section_only(folders):
     entries = runner.load_known_differences(folders["known"])
-    assert [entry.pattern for entry in entries] == ["unit/test_sample.py::test_known", "tutorials/02-*.py"]
+    assert [(entry.pattern, entry.device) for entry in entries] == [
+        ("unit/test_sample.py::test_known", None),
+        ("tutorials/02-*.py", None),
+        ("unit/test_sample.py::test_upstream_only", "cuda"),
+    ]
+    assert runner.known_reason("unit/test_sample.py::test_known", entries) == "tritone has no TTGIR to read"
     assert runner.known_reason("tutorials/02-fused.py", entries) == "needs a GPU feature tritone lacks"
     assert runner.known_reason("unit/test_sample.py::test_both", entries) is None
+    on_cpu = runner.load_known_differences(folders["known"], "cpu")
+    assert runner.known_reason("unit/test_sample.py::test_upstream_only[1]", on_cpu) is None
+    on_gpu = runner.load_known_differences(folders["known"], "cuda")
+    assert runner.known_reason("unit/test_sample.py::test_upstream_only[1]", on_gpu) == "only a GPU run expects this"
 
 
 def test_report_log_folds_phases_into_one_status(tmp_path):
