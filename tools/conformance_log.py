@@ -9,10 +9,12 @@ Under pytest-xdist only the controller writes: workers' reports reach its hooks.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 _MESSAGE_LIMIT = 300
+_LOCATION = re.compile(r"\bat \d+:\d+")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,7 +22,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _first_line(longrepr: object) -> str:
-    """The first non-empty line of a report's failure or skip text, shortened."""
+    """The first non-empty line of a report's failure or skip text, shortened; with
+    its last line when the first is only a source location."""
     if longrepr is None:
         return ""
     if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (file, line, reason)
@@ -32,10 +35,13 @@ def _first_line(longrepr: object) -> str:
         raised = [line[1:] for line in text.splitlines() if line.startswith("E ")]
         if crash is None and raised:
             text = raised[-1]
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:_MESSAGE_LIMIT]
-    return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    # errors that open with a location (a CompilationError's "at 3:8 in kernel k")
+    # say what went wrong on their last line
+    summary = f"{lines[0]} ... {lines[-1]}" if len(lines) > 1 and _LOCATION.search(lines[0]) else lines[0]
+    return summary[:_MESSAGE_LIMIT]
 
 
 class _ReportLog:

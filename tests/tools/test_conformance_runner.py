@@ -61,6 +61,10 @@ def test_tritone_only():
 def test_skipped():
     pytest.skip("not on this machine")
 
+def test_compile_error():
+    if UNDER_TRITONE:
+        raise ValueError("at 3:8 in kernel k (file.py):\\n    x = y\\n    ^\\nname 'y' is not defined")
+
 @pytest.fixture
 def broken():
     raise RuntimeError("fixture broke")
@@ -151,10 +155,13 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     for side, run in sample["runs"].items():
         for result in run["tests"].values():
             counts[side][result["status"]] += 1
-    assert counts["upstream"] == {"passed": 4, "failed": 1, "skipped": 1, "error": 1}
-    assert counts["tritone"] == {"passed": 2, "failed": 3, "skipped": 1, "error": 1}
+    assert counts["upstream"] == {"passed": 5, "failed": 1, "skipped": 1, "error": 1}
+    assert counts["tritone"] == {"passed": 2, "failed": 4, "skipped": 1, "error": 1}
     regressions = sample["regressions"]
+    assert regressions["unit/test_sample.py::test_compile_error"] == (
+        "failed: ValueError: at 3:8 in kernel k (file.py): ... name 'y' is not defined")
     assert sorted(regressions) == [
+        "unit/test_sample.py::test_compile_error",
         "unit/test_sample.py::test_upstream_only[1]",
         "unit/test_sample.py::test_upstream_only[2]",
     ]
@@ -178,11 +185,12 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     lines = (out / "regressions.txt").read_text().splitlines()
     assert [line.split("\t")[0] for line in lines] == [
         "unit/test_broken_import.py::test_a",
+        "unit/test_sample.py::test_compile_error",
         "unit/test_sample.py::test_upstream_only[1]",
         "unit/test_sample.py::test_upstream_only[2]",
     ]
     table = (out / "conformance.md").read_text()
-    assert "| unit/test_sample.py | 4 | 1 | 1 | 1 |" in table
+    assert "| unit/test_sample.py | 5 | 1 | 1 | 1 |" in table
     assert "| 2 | failed: AssertionError: tritone lacks feature N" in table
     assert "unit/test_sample.py::test_upstream_only[1]\tfailed" in capsys.readouterr().out
 
