@@ -191,7 +191,7 @@ def numpy_random(shape: int | tuple[int, ...], dtype_str: str, rs: np.random.Ran
         return bits.view(np.float32)
     if dtype_str in ("bool", "int1", "bool_"):
         return rs.normal(0, 1, shape) > 0.0
-    raise ValueError(f"numpy_random: unknown dtype {dtype_str!r}")
+    raise RuntimeError(f"numpy_random: unknown dtype {dtype_str!r}")
 
 
 def str_to_triton_dtype(name: str) -> Any:
@@ -211,7 +211,7 @@ def torch_dtype_name(dtype: Any) -> str:
         return dtype.name
     match = re.fullmatch(r"torch\.(\w+)", str(dtype))
     if match is None:
-        raise TypeError(f"torch_dtype_name: not a tl or torch dtype: {dtype!r}")
+        raise TypeError(f"torch_dtype_name: not a tl or torch dtype: {type(dtype).__name__} {dtype!r}")
     return match.group(1)
 
 
@@ -226,7 +226,8 @@ def to_triton(x: np.ndarray, device: Any, dst_type: str | None = None) -> Any:
         signed = x.astype(getattr(np, name[1:]))
         return reinterpret(torch.tensor(signed, device=device), getattr(_language(), name))
     if dst_type and "float8" in dst_type:
-        return reinterpret(torch.tensor(x, device=device), getattr(_language(), dst_type))
+        # torch's spellings (float8_e4m3fn) as well as tl's (float8e4nv).
+        return reinterpret(torch.tensor(x, device=device), str_to_triton_dtype(dst_type))
     if name == "float32" and dst_type == "bfloat16":
         return torch.tensor(x, device=device).bfloat16()
     return torch.tensor(x, device=device)

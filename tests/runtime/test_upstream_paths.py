@@ -188,7 +188,9 @@ def test_specialization_answers_agree_with_the_launchers_binder():
     for _ in range(20):
         x = torch.randn(int(rng.integers(4, 64)))[int(rng.integers(0, 3)):]
         n = int(rng.integers(-(2**40), 2**40))
-        args = (x, n, bool(rng.integers(0, 2)), float(rng.standard_normal()), (int(rng.integers(0, 64)), x))
+        # The tuple's integer avoids 1, which both sides make a constexpr element, each
+        # in its own representation (mangle_type's test covers that case).
+        args = (x, n, bool(rng.integers(0, 2)), float(rng.standard_normal()), (int(rng.integers(2, 64)), x))
         _, specialization, _ = binder(*args)
         for value, (type_name, attribute) in zip(args, specialization):
             ours_type, ours_attribute = runtime_jit.native_specialize_impl(None, value)
@@ -431,7 +433,7 @@ def test_numpy_random_values(dtype_str):
         assert values.dtype == np.dtype(dtype_str) and np.isfinite(values).all() and values.std() > 0.1
     again = _internal_testing.numpy_random(4, "float32")
     assert np.array_equal(again, _internal_testing.numpy_random(4, "float32")), "seeded with 17 by default"
-    with pytest.raises(ValueError, match="complex64"):
+    with pytest.raises(RuntimeError, match="complex64"):
         _internal_testing.numpy_random(4, "complex64")
 
 

@@ -15,6 +15,17 @@ from typing import Any, Callable, Optional
 # allocator(size in bytes, alignment in bytes, stream or None) -> a tensor-like buffer
 Allocator = Callable[[int, int, Optional[int]], Any]
 
+
+
+class NullAllocator:
+    """The allocator of "none set": Triton's tests reset to it. Asked for memory,
+    it raises, naming the call that sets a real one."""
+
+    def __call__(self, size: int, alignment: int, stream: Optional[int]) -> Any:
+        raise RuntimeError(f"a kernel asked for {size} bytes of global scratch memory, but no allocator is set: "
+                           "call triton.set_allocator(fn) first")
+
+
 # Per context, as Triton keeps it: threads and asyncio tasks may set their own.
 allocator: ContextVar[Optional[Allocator]] = ContextVar("tritone_allocator", default=None)
 

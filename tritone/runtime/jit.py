@@ -502,6 +502,21 @@ class JITFunction(KernelInterface[T]):
                 return text
         return text
 
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the kernel's source (from `def` on) with `new_src`, as Triton's
+        tests do to make variants of a template kernel. Compiled kernels and the
+        cache key of this function are dropped; like Triton, the cache keys of
+        `@jit` callers that already hashed this function are not (clear theirs)."""
+        tree = ast.parse(textwrap.dedent(new_src))
+        if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise ValueError(f"kernel {self.__name__}: the new source must start with `def`")
+        self.src = new_src
+        self._cache_key = None
+        self.used_global_vals.clear()
+        self.device_caches = DeviceCaches()
+        self._dispatch = None
+        self._last_launcher = (None, None, None)
+
     # -- identity ------------------------------------------------------------
     @property
     def cache_key(self) -> str:
