@@ -114,19 +114,16 @@ class ModuleContext:
 
         Tensors (also inside tuples) become arguments of the callee; every
         other value (Python numbers, constexprs, None, dtypes, functions) is
-        baked into the callee as a constexpr."""
+        baked into the callee as a constexpr. Each argument decides this, not
+        the callee's annotations: a parameter annotated `tl.constexpr` that is
+        given a tensor receives the tensor, and an unannotated one given a
+        constexpr stays a constexpr, as Triton specialises its callees."""
         try:
             bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"{jit_fn.__name__}(): {error}") from None
         bound.apply_defaults()
-        constexpr_params = {p.name for p in jit_fn.params if p.is_constexpr}
-        values = []
-        for name in jit_fn.arg_names:
-            value = _as_argument(bound.arguments[name])
-            if name in constexpr_params and has_tensor(value):
-                raise TypeError(f"{jit_fn.__name__}(): parameter {name} is a constexpr but was given a tensor")
-            values.append(value)
+        values = [_as_argument(bound.arguments[name]) for name in jit_fn.arg_names]
         slots = tuple(slot_of(v) for v in values)
         key = (id(jit_fn), slots)
         if key in self._in_progress:
