@@ -307,7 +307,10 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
                 raise self.error(node, f"{name} is already defined. constexpr cannot be reassigned.")
             value = self.visit(node.value)
             if has_tensor(value):
-                raise self.error(node.value, f"{name} is annotated constexpr but its value is only known at run time")
+                # The annotation cannot make a run-time value compile-time: as a
+                # callee's constexpr parameter given a tensor, the name holds the tensor.
+                self.scope[name] = self.assigned_value(value)
+                return
             self.scope[name] = value if isinstance(value, (constexpr, tl_tuple)) else constexpr(value)
             return
         self.assign(node.target, self.assigned_value(self.visit(node.value)))

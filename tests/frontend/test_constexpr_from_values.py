@@ -1,6 +1,7 @@
-"""How a `@jit` callee is specialised: each argument decides whether its
+"""Constexpr-ness comes from values, not from `tl.constexpr` annotations, as
+Triton compiles kernels: each argument of a `@jit` callee decides whether its
 parameter is a constexpr (baked into the callee) or a run-time value (an IR
-argument), whatever the callee's annotations say, as Triton compiles calls.
+argument), and a local annotated constexpr holds a run-time value as it is.
 Kernels run in the CPU interpreter on random inputs and are checked with numpy;
 one is also compiled for CUDA (NVRTC, no GPU needed)."""
 
@@ -128,3 +129,23 @@ def test_defaults_and_keywords_bind_like_python_and_any_of_them_may_be_a_tensor(
     run_kernel(module, (1,), [x, y, n])
     expected = (x * 2 + 5) + (x * 2 + 1) + (x * x + 5) + (x * 3 + np.float32(n)) + (x * 2 + x)
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+@jit
+def annotated_locals_given_run_time_values(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    block: tl.constexpr = tl.load(X + offs) * 2
+    scalar: tl.constexpr = n
+    width: tl.constexpr = BLOCK // 2  # a compile-time value stays one: a shape
+    half = tl.load(X + tl.arange(0, width))
+    tl.store(Y + offs, block + scalar)
+    tl.store(Y + tl.arange(0, width), block.sum() + half)
+
+
+def test_a_local_annotated_constexpr_holds_a_run_time_value_as_it_is():
+    module = compile_ir(annotated_locals_given_run_time_values, SIGNATURE, {"BLOCK": BLOCK})
+    x, y, n = _inputs()
+    run_kernel(module, (1,), [x, y, n])
+    expected = x * 2 + np.float32(n)
+    expected[:BLOCK // 2] = (x * 2).sum() + x[:BLOCK // 2]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
