@@ -11,10 +11,13 @@ Rules (TRITON_SEMANTICS 10, compiled mode):
   scratch region: the names live before the loop whose value the body
   changes. Their types must not change; constexprs cannot be reassigned.
 - `tl.static_range` loops are unrolled with a constexpr loop variable.
-- `return` ends a block. An `if` that contains a `return` (outside loops)
-  is lowered structurally: the statements after it are visited as the tail
-  of both branches, so the `if` op's results are the function's return
-  values and the function still has one `return` at its end.
+- `return` ends a block. An `if` that contains a `return` (outside run-time
+  loops) is lowered structurally: the statements after it are visited as the
+  tail of both branches, so the `if` op's results are the function's return
+  values and the function still has one `return` at its end. A
+  `tl.static_range` loop may contain a `return` too, as in Triton: its
+  iterations are unrolled as a chain of tails, each iteration followed by the
+  next and the last by the statements after the loop.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import ast
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..ir.core import Region, Value
 from ..language.core import constexpr, tensor
@@ -43,7 +46,21 @@ from .values import (
 )
 
 _CONDITION_TYPES = (bool, int, type(None))
+# The code that follows a block in program order, visited where the block falls through.
+Tail = Callable[[], "Returned | None"]
 _RETURN_IN_LOOP = "Cannot have `return` statements inside `while` or `for` statements in triton."
+
+
+@dataclass(frozen=True)
+class LoopHeader:
+    """A `for` loop's iterator, evaluated: the bounds, whether it is a
+    `tl.static_range` (unrolled), and the attributes of a `for` op."""
+
+    lb: Any
+    ub: Any
+    step: Any
+    static: bool
+    attrs: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -84,15 +101,23 @@ class ControlFlowMixin:
     """The control-flow part of FunctionCodegen (see codegen.py)."""
 
     # -- blocks and regions ------------------------------------------------------
-    def visit_block(self, stmts: list[ast.stmt]) -> Returned | None:
-        """Visit statements in order; a Returned when the block ends in a return."""
+    def visit_block(self, stmts: list[ast.stmt], tail: Tail | None = None) -> Returned | None:
+        """Visit statements in order, then `tail` (the code that follows them,
+        where a `return` in them may skip it); a Returned when the code ends
+        in a return."""
         for index, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
                 return self._visit_return(stmt)
             if isinstance(stmt, ast.If) and _contains_return(stmt):
-                return self._visit_if_with_return(stmt, stmts[index + 1:])
+                return self._visit_if_with_return(stmt, stmts[index + 1:], tail)
+            if isinstance(stmt, ast.For) and _contains_return(stmt):
+                header = self._visit_loop_header(stmt)
+                if header.static:
+                    return self._unroll_with_return(stmt, header, stmts[index + 1:], tail)
+                self._emit_for(stmt, header)  # raises at the `return`
+                continue
             self.visit(stmt)
-        return None
+        return tail() if tail is not None else None
 
     @contextmanager
     def _inside(self, region: Region) -> Iterator[None]:
@@ -241,10 +266,10 @@ class ControlFlowMixin:
             return self.semantic.to_tensor(raw)
         return value
 
-    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt]) -> Returned | None:
+    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt], tail: Tail | None) -> Returned | None:
         cond = self._condition(node.test, node)
         if not isinstance(cond, tensor):
-            return self.visit_block((node.body if cond else node.orelse) + rest)
+            return self.visit_block((node.body if cond else node.orelse) + rest, tail)
         if self.loop_depth:
             raise self.unsupported(node, _RETURN_IN_LOOP)
         live = dict(self.scope)
@@ -253,7 +278,7 @@ class ControlFlowMixin:
         for stmts, region in ((node.body + rest, regions[0]), (node.orelse + rest, regions[1])):
             self.scope = dict(live)
             with self._inside(region):
-                returned = self.visit_block(stmts)
+                returned = self.visit_block(stmts, tail)
             values.append(returned.value if returned is not None else None)
         self.scope = live
         then_slot, else_slot = slot_of(values[0]), slot_of(values[1])
@@ -267,6 +292,13 @@ class ControlFlowMixin:
 
     # -- loops ---------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
+        header = self._visit_loop_header(node)
+        if header.static:
+            self._unroll(node, header)
+        else:
+            self._emit_for(node, header)
+
+    def _visit_loop_header(self, node: ast.For) -> LoopHeader:
         if node.orelse:
             raise self.unsupported(node, "`for ... else` is not supported")
         iterator = node.iter
@@ -300,8 +332,7 @@ class ControlFlowMixin:
         if unwrap(step) is None:
             step = constexpr(1)
         if static_range is not None and kind is static_range:
-            self._unroll(node, lb, ub, step)
-            return
+            return LoopHeader(lb, ub, step, static=True, attrs={})
         attrs = {}
         for name in ("num_stages", "loop_unroll_factor"):
             value = unwrap(bounds.get(name))
@@ -310,21 +341,39 @@ class ControlFlowMixin:
         for name in ("disallow_acc_multi_buffer", "flatten", "warp_specialize", "disable_licm"):
             if bool(unwrap(bounds.get(name, False))):
                 attrs[name] = True
-        self._emit_for(node, lb, ub, step, attrs)
+        return LoopHeader(lb, ub, step, static=False, attrs=attrs)
 
-    def _unroll(self, node: ast.For, lb: Any, ub: Any, step: Any) -> None:
-        if any(has_tensor(v) for v in (lb, ub, step)):
+    def _static_iterations(self, node: ast.For, header: LoopHeader) -> range:
+        if any(has_tensor(v) for v in (header.lb, header.ub, header.step)):
             raise self.error(node.iter, "static_range bounds must be compile-time constants")
-        values = [unwrap(v) for v in (lb, ub, step)]
+        values = [unwrap(v) for v in (header.lb, header.ub, header.step)]
         if not all(isinstance(v, int) for v in values):
             raise self.error(node.iter, f"static_range bounds must be ints, got {values}")
         self.static_loop_vars.add(node.target.id)
-        with self._in_loop():
-            for i in range(*values):
-                self.scope[node.target.id] = constexpr(i)
-                self.visit_block(node.body)
+        return range(*values)
 
-    def _emit_for(self, node: ast.For, lb: Any, ub: Any, step: Any, attrs: dict[str, Any]) -> None:
+    def _unroll(self, node: ast.For, header: LoopHeader) -> None:
+        for i in self._static_iterations(node, header):
+            self.scope[node.target.id] = constexpr(i)
+            self.visit_block(node.body)
+
+    def _unroll_with_return(self, node: ast.For, header: LoopHeader, rest: list[ast.stmt],
+                            tail: Tail | None) -> Returned | None:
+        """Unroll a static loop whose body may return: each iteration is
+        visited with the remaining iterations, then `rest` and `tail`, as its
+        tail, so a `return` (at compile time or in a run-time `if`) skips them."""
+        iterations = self._static_iterations(node, header)
+
+        def iterate(position: int) -> Returned | None:
+            if position == len(iterations):
+                return self.visit_block(rest, tail)
+            self.scope[node.target.id] = constexpr(iterations[position])
+            return self.visit_block(node.body, lambda: iterate(position + 1))
+
+        return iterate(0)
+
+    def _emit_for(self, node: ast.For, header: LoopHeader) -> None:
+        lb, ub, step = header.lb, header.ub, header.step
         negative_step = False
         if not has_tensor(step):
             raw_step = unwrap(step)
@@ -374,7 +423,7 @@ class ControlFlowMixin:
         self._yield(body, final)
 
         operands = [lb.handle, ub.handle, step.handle] + [leaf.handle for v in initial for leaf in leaves(v)]
-        op = self.builder.create("for", operands, carried_types, attrs, [body])
+        op = self.builder.create("for", operands, carried_types, header.attrs, [body])
         self.scope = dict(live)
         self._bind(self.scope, names, initial, op.results)
 
