@@ -234,9 +234,19 @@ class ControlFlowMixin:
             return self.visit(node.body if cond else node.orelse)
         then_region, else_region = Region(), Region()
         with self._inside(then_region):
-            then_value = self._to_tensor(self.visit(node.body))
+            then_value = self.visit(node.body)
         with self._inside(else_region):
-            else_value = self._to_tensor(self.visit(node.orelse))
+            else_value = self.visit(node.orelse)
+        if unwrap(then_value) is None and unwrap(else_value) is None:
+            # Both sides only act (`tl.store(...) if c else tl.store(...)`): an `if` without results.
+            self.builder.create("if", [cond.handle], [], regions=[then_region, else_region])
+            self._yield(then_region, [])
+            self._yield(else_region, [])
+            return constexpr(None)
+        with self._inside(then_region):
+            then_value = self._to_tensor(then_value)
+        with self._inside(else_region):
+            else_value = self._to_tensor(else_value)
         if then_value.type != else_value.type:
             raise self.error(node, "Ternary expression with dynamic condition has inconsistent types "
                                    f"{describe_type(then_value.type)} and {describe_type(else_value.type)}")
