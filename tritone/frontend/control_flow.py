@@ -17,7 +17,9 @@ Rules (TRITON_SEMANTICS 10, compiled mode):
   values and the function still has one `return` at its end. A
   `tl.static_range` loop may contain a `return` too, as in Triton: its
   iterations are unrolled as a chain of tails, each iteration followed by the
-  next and the last by the statements after the loop.
+  next and the last by the statements after the loop. A path that falls off
+  the end of a function returning a value on another path returns zeros
+  (Triton returns poison there).
 """
 
 from __future__ import annotations
@@ -284,13 +286,19 @@ class ControlFlowMixin:
             raise self.unsupported(node, _RETURN_IN_LOOP)
         live = dict(self.scope)
         regions = (Region(), Region())
-        values = []
+        results: list[Returned | None] = []
         for stmts, region in ((node.body + rest, regions[0]), (node.orelse + rest, regions[1])):
             self.scope = dict(live)
             with self._inside(region):
-                returned = self.visit_block(stmts, tail)
-            values.append(returned.value if returned is not None else None)
+                results.append(self.visit_block(stmts, tail))
         self.scope = live
+        values = [returned.value if returned is not None else None for returned in results]
+        for side, other in ((0, 1), (1, 0)):
+            if results[side] is None and values[other] is not None:
+                # This path falls off the end of a function that returns a value on the
+                # other: Triton returns poison there, of which zeros are one instance.
+                with self._inside(regions[side]):
+                    values[side] = self._zeros_like(values[other], node)
         then_slot, else_slot = slot_of(values[0]), slot_of(values[1])
         if then_slot != else_slot:
             raise self.error(node, f"Inconsistent return types: {describe_slot(then_slot)} and "
@@ -299,6 +307,16 @@ class ControlFlowMixin:
         self._yield(regions[0], [values[0]])
         self._yield(regions[1], [values[1]])
         return Returned(rebuild(then_slot, op.results), node)
+
+    def _zeros_like(self, value: Any, node: ast.AST) -> Any:
+        """A value of `value`'s shape and types made of zeros (compile-time parts kept)."""
+        slot = slot_of(value)
+        handles = []
+        for ty in slot_types(slot):
+            if ty.scalar.is_ptr():
+                raise self.error(node, "a function that returns a pointer must return one on every path")
+            handles.append(self.semantic.full(list(ty.shape) if ty.is_block() else [], 0, ty.scalar).handle)
+        return rebuild(slot, handles)
 
     # -- loops ---------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
