@@ -305,6 +305,13 @@ def interleave(a, b):
 
 
 @constexpr_function
+def _log2(n):
+    """floor(log2(n)) for an int n >= 1, and 0 below: Triton's private helper of
+    the same name, which torch inductor's triton_helpers imports (sorting)."""
+    return int(n).bit_length() - 1 if n > 1 else 0
+
+
+@constexpr_function
 def _exact_log2(n, what):
     """log2 of the power of two `n` (`what` names it in the error otherwise)."""
     if not isinstance(n, int) or n < 1 or n & (n - 1):
