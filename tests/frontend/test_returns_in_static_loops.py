@@ -91,3 +91,29 @@ def test_a_return_in_a_static_loop_inside_a_run_time_loop_is_refused():
         compile_ir(static_loop_in_run_time_loop, {"X": "*fp32", "n": "i32"})
     assert info.value.error_message == "Cannot have `return` statements inside `while` or `for` statements in triton."
     assert info.value.lineno == static_loop_in_run_time_loop.starting_line_number + 4
+
+
+@jit
+def count_up_to(x, STEPS: tl.constexpr, STOP: tl.constexpr):
+    for i in tl.static_range(STEPS):
+        if i == STOP:
+            return x + i
+        x = x + 1
+    return x * 2
+
+
+@jit
+def long_static_loop_kernel(X, Y, STEPS: tl.constexpr, STOP: tl.constexpr):
+    offs = tl.arange(0, 16)
+    tl.store(Y + offs, count_up_to(tl.load(X + offs), STEPS, STOP))
+
+
+@pytest.mark.parametrize("stop", [250, 10_000])  # returns in iteration 250, or never
+def test_compile_time_returns_in_long_static_loops_do_not_nest(stop):
+    steps = 2000  # far more iterations than Python's recursion limit allows frames
+    module = compile_ir(long_static_loop_kernel, {"X": "*fp32", "Y": "*fp32"}, {"STEPS": steps, "STOP": stop})
+    x = RNG.standard_normal(16).astype(np.float32)
+    y = np.full(16, np.nan, np.float32)
+    run_kernel(module, (1,), [x, y])
+    expected = x + 2 * stop if stop < steps else (x + steps) * 2
+    np.testing.assert_allclose(y, expected, rtol=1e-5)

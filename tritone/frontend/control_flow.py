@@ -50,6 +50,8 @@ from .values import (
 _CONDITION_TYPES = (bool, int, type(None))
 # The code that follows a block in program order, visited where the block falls through.
 Tail = Callable[[], "Returned | None"]
+# What `_visit_statements` gives when the statements reach their end.
+_FELL_THROUGH = object()
 _RETURN_IN_LOOP = "Cannot have `return` statements inside `while` or `for` statements in triton."
 
 
@@ -107,6 +109,21 @@ class ControlFlowMixin:
         """Visit statements in order, then `tail` (the code that follows them,
         where a `return` in them may skip it); a Returned when the code ends
         in a return."""
+        return self._then_tail(self._visit_statements(stmts, tail), tail)
+
+    @staticmethod
+    def _then_tail(outcome: Returned | None | object, tail: Tail | None) -> Returned | None:
+        if outcome is _FELL_THROUGH:
+            return tail() if tail is not None else None
+        return outcome
+
+    def _visit_statements(self, stmts: list[ast.stmt], tail: Tail | None) -> Returned | None | object:
+        """Visit statements in order: a Returned (or None, where a run-time `if`
+        merged paths that all fell off the end) when they return, `_FELL_THROUGH`
+        when they reach their end, where `tail` is still to be visited. `tail`
+        is visited here only inside the branches of a run-time `if` that
+        returns; a fall-through is handed back, so that unrolling a static loop
+        with a return does not nest one call per iteration."""
         for index, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
                 return self._visit_return(stmt)
@@ -115,11 +132,12 @@ class ControlFlowMixin:
             if isinstance(stmt, ast.For) and _contains_return(stmt):
                 header = self._visit_loop_header(stmt)
                 if header.static:
-                    return self._unroll_with_return(stmt, header, stmts[index + 1:], tail)
+                    iterations = self._static_iterations(stmt, header)
+                    return self._unroll_from(stmt, iterations, 0, stmts[index + 1:], tail)
                 self._emit_for(stmt, header)  # raises at the `return`
                 continue
             self.visit(stmt)
-        return tail() if tail is not None else None
+        return _FELL_THROUGH
 
     @contextmanager
     def _inside(self, region: Region) -> Iterator[None]:
@@ -278,10 +296,11 @@ class ControlFlowMixin:
             return self.semantic.to_tensor(raw)
         return value
 
-    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt], tail: Tail | None) -> Returned | None:
+    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt],
+                              tail: Tail | None) -> Returned | None | object:
         cond = self._condition(node.test, node)
         if not isinstance(cond, tensor):
-            return self.visit_block((node.body if cond else node.orelse) + rest, tail)
+            return self._visit_statements((node.body if cond else node.orelse) + rest, tail)
         if self.loop_depth:
             raise self.unsupported(node, _RETURN_IN_LOOP)
         live = dict(self.scope)
@@ -385,20 +404,22 @@ class ControlFlowMixin:
             self.scope[node.target.id] = constexpr(i)
             self.visit_block(node.body)
 
-    def _unroll_with_return(self, node: ast.For, header: LoopHeader, rest: list[ast.stmt],
-                            tail: Tail | None) -> Returned | None:
-        """Unroll a static loop whose body may return: each iteration is
-        visited with the remaining iterations, then `rest` and `tail`, as its
-        tail, so a `return` (at compile time or in a run-time `if`) skips them."""
-        iterations = self._static_iterations(node, header)
-
-        def iterate(position: int) -> Returned | None:
-            if position == len(iterations):
-                return self.visit_block(rest, tail)
+    def _unroll_from(self, node: ast.For, iterations: range, start: int, rest: list[ast.stmt],
+                     tail: Tail | None) -> Returned | None | object:
+        """Unroll a static loop whose body may return, from iteration `start`,
+        then `rest` (as `_visit_statements`). Each iteration's tail is the
+        remaining iterations, `rest` and `tail`: a run-time `if` that returns
+        visits it in its branches; a compile-time return skips it."""
+        for position in range(start, len(iterations)):
             self.scope[node.target.id] = constexpr(iterations[position])
-            return self.visit_block(node.body, lambda: iterate(position + 1))
 
-        return iterate(0)
+            def later(position: int = position) -> Returned | None:
+                return self._then_tail(self._unroll_from(node, iterations, position + 1, rest, tail), tail)
+
+            outcome = self._visit_statements(node.body, later)
+            if outcome is not _FELL_THROUGH:
+                return outcome
+        return self._visit_statements(rest, tail)
 
     def _emit_for(self, node: ast.For, header: LoopHeader) -> None:
         lb, ub, step = header.lb, header.ub, header.step
