@@ -129,6 +129,26 @@ def test_grid_callable_sees_constexprs_and_defaults():
     torch.testing.assert_close(out, x * 0.5)
 
 
+@triton.jit
+def builtin_named_kernel(type, len, isinstance, int, float, dict, zip, callable, tuple, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < len
+    value = tl.load(type + offsets, mask=mask) * isinstance + int + float + dict + zip + callable + tuple
+    tl.store(type + offsets, value, mask=mask)
+
+
+def test_kernel_parameters_may_be_named_like_python_builtins():
+    # Generated binder and dispatcher code must not read a parameter as a builtin.
+    n = 100
+    x = torch.rand(n)
+    out = x.clone()
+    scalars = (2.5, 1, 0.5, 3, 4, 5, 6)  # isinstance .. tuple
+    for grid in [(triton.cdiv(n, 32),), lambda meta: (triton.cdiv(meta["len"], meta["BLOCK"]),)]:
+        builtin_named_kernel[grid](out, n, *scalars, BLOCK=32)
+        x = x * 2.5 + sum(scalars[1:])
+    torch.testing.assert_close(out, x, rtol=1e-6, atol=1e-5)
+
+
 @pytest.mark.parametrize("grid", [4, (4,), (4, 1), (4, 1, 1), [4], (tl.constexpr(4),), (np.int64(4),),
                                   (np.uint8(4), np.int32(1)), lambda meta: (np.int16(4),)])
 def test_grid_forms(grid):

@@ -306,6 +306,14 @@ def test_parameter_names_cannot_shadow_the_launcher(gpu):
     assert decode(record["bytes"], params) == [11, 22, 0x40, 1.5]
 
 
+def test_parameters_named_like_python_builtins_are_packed(gpu):
+    # The generated launcher calls `type`; Triton lets a kernel parameter have that name.
+    params = [("type", "*fp32"), ("len", "i32"), ("isinstance", "fp32")]
+    plan = LaunchPlan(spec_of(params), 0, gpu.driver)
+    plan.launch(2, 1, 1, 0x5EA, 0x7F00_0000_0000, 7, 0.25)
+    assert decode(gpu.launches[-1]["bytes"], params) == [0x7F00_0000_0000, 7, 0.25]
+
+
 def test_large_shared_memory_opts_in(gpu):
     plan = LaunchPlan(spec_of([("n", "i32")], shared=100_000), 0, gpu.driver)
     assert gpu.library.cuFuncSetAttribute.calls == [(0xF0, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 100_000)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +152,14 @@ class CallsMixin:
 
     def _min_max(self, python_fn, language_name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if not any(has_tensor(a) for a in args):
-            return wrap(python_fn(*[to_python(a) for a in args], **{k: to_python(v) for k, v in kwargs.items()}))
+            values = [to_python(a) for a in args]
+            for value in values:
+                # Python's answer depends on the argument order for NaN and
+                # ignores the sign of zero, unlike tl.minimum/maximum: Triton refuses both.
+                if isinstance(value, float) and (math.isnan(value) or (value == 0.0 and math.copysign(1.0, value) < 0)):
+                    raise ValueError(f"{python_fn.__name__}() of constexprs cannot take {value!r}: the result would "
+                                     f"depend on the argument order; use tl.{language_name} on tensors")
+            return wrap(python_fn(*values, **{k: to_python(v) for k, v in kwargs.items()}))
         if len(args) < 2:
             raise TypeError(f"{python_fn.__name__} of tensors requires at least 2 values")
         result = args[0]

@@ -115,19 +115,16 @@ class ModuleContext:
 
         Tensors (also inside tuples) become arguments of the callee; every
         other value (Python numbers, constexprs, None, dtypes, functions) is
-        baked into the callee as a constexpr."""
+        baked into the callee as a constexpr. Each argument decides this, not
+        the callee's annotations: a parameter annotated `tl.constexpr` that is
+        given a tensor receives the tensor, and an unannotated one given a
+        constexpr stays a constexpr, as Triton specialises its callees."""
         try:
             bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"{jit_fn.__name__}(): {error}") from None
         bound.apply_defaults()
-        constexpr_params = {p.name for p in jit_fn.params if p.is_constexpr}
-        values = []
-        for name in jit_fn.arg_names:
-            value = _as_argument(bound.arguments[name])
-            if name in constexpr_params and has_tensor(value):
-                raise TypeError(f"{jit_fn.__name__}(): parameter {name} is a constexpr but was given a tensor")
-            values.append(value)
+        values = [_as_argument(bound.arguments[name]) for name in jit_fn.arg_names]
         slots = tuple(slot_of(v) for v in values)
         key = (id(jit_fn), slots)
         if key in self._in_progress:
@@ -326,7 +323,10 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
                 raise self.error(node, f"{name} is already defined. constexpr cannot be reassigned.")
             value = self.visit(node.value)
             if has_tensor(value):
-                raise self.error(node.value, f"{name} is annotated constexpr but its value is only known at run time")
+                # The annotation cannot make a run-time value compile-time: as a
+                # callee's constexpr parameter given a tensor, the name holds the tensor.
+                self.scope[name] = self.assigned_value(value)
+                return
             self.scope[name] = value if isinstance(value, (constexpr, tl_tuple)) else constexpr(value)
             return
         self.assign(node.target, self.assigned_value(self.visit(node.value)))

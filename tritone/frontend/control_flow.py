@@ -11,10 +11,15 @@ Rules (TRITON_SEMANTICS 10, compiled mode):
   scratch region: the names live before the loop whose value the body
   changes. Their types must not change; constexprs cannot be reassigned.
 - `tl.static_range` loops are unrolled with a constexpr loop variable.
-- `return` ends a block. An `if` that contains a `return` (outside loops)
-  is lowered structurally: the statements after it are visited as the tail
-  of both branches, so the `if` op's results are the function's return
-  values and the function still has one `return` at its end.
+- `return` ends a block. An `if` that contains a `return` (outside run-time
+  loops) is lowered structurally: the statements after it are visited as the
+  tail of both branches, so the `if` op's results are the function's return
+  values and the function still has one `return` at its end. A
+  `tl.static_range` loop may contain a `return` too, as in Triton: its
+  iterations are unrolled as a chain of tails, each iteration followed by the
+  next and the last by the statements after the loop. A path that falls off
+  the end of a function returning a value on another path returns zeros
+  (Triton returns poison there).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import ast
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..ir.core import Region, Value
 from ..language.core import constexpr, tensor
@@ -43,7 +48,23 @@ from .values import (
 )
 
 _CONDITION_TYPES = (bool, int, type(None))
+# The code that follows a block in program order, visited where the block falls through.
+Tail = Callable[[], "Returned | None"]
+# What `_visit_statements` gives when the statements reach their end.
+_FELL_THROUGH = object()
 _RETURN_IN_LOOP = "Cannot have `return` statements inside `while` or `for` statements in triton."
+
+
+@dataclass(frozen=True)
+class LoopHeader:
+    """A `for` loop's iterator, evaluated: the bounds, whether it is a
+    `tl.static_range` (unrolled), and the attributes of a `for` op."""
+
+    lb: Any
+    ub: Any
+    step: Any
+    static: bool
+    attrs: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -84,15 +105,39 @@ class ControlFlowMixin:
     """The control-flow part of FunctionCodegen (see codegen.py)."""
 
     # -- blocks and regions ------------------------------------------------------
-    def visit_block(self, stmts: list[ast.stmt]) -> Returned | None:
-        """Visit statements in order; a Returned when the block ends in a return."""
+    def visit_block(self, stmts: list[ast.stmt], tail: Tail | None = None) -> Returned | None:
+        """Visit statements in order, then `tail` (the code that follows them,
+        where a `return` in them may skip it); a Returned when the code ends
+        in a return."""
+        return self._then_tail(self._visit_statements(stmts, tail), tail)
+
+    @staticmethod
+    def _then_tail(outcome: Returned | None | object, tail: Tail | None) -> Returned | None:
+        if outcome is _FELL_THROUGH:
+            return tail() if tail is not None else None
+        return outcome
+
+    def _visit_statements(self, stmts: list[ast.stmt], tail: Tail | None) -> Returned | None | object:
+        """Visit statements in order: a Returned (or None, where a run-time `if`
+        merged paths that all fell off the end) when they return, `_FELL_THROUGH`
+        when they reach their end, where `tail` is still to be visited. `tail`
+        is visited here only inside the branches of a run-time `if` that
+        returns; a fall-through is handed back, so that unrolling a static loop
+        with a return does not nest one call per iteration."""
         for index, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
                 return self._visit_return(stmt)
             if isinstance(stmt, ast.If) and _contains_return(stmt):
-                return self._visit_if_with_return(stmt, stmts[index + 1:])
+                return self._visit_if_with_return(stmt, stmts[index + 1:], tail)
+            if isinstance(stmt, ast.For) and _contains_return(stmt):
+                header = self._visit_loop_header(stmt)
+                if header.static:
+                    iterations = self._static_iterations(stmt, header)
+                    return self._unroll_from(stmt, iterations, 0, stmts[index + 1:], tail)
+                self._emit_for(stmt, header)  # raises at the `return`
+                continue
             self.visit(stmt)
-        return None
+        return _FELL_THROUGH
 
     @contextmanager
     def _inside(self, region: Region) -> Iterator[None]:
@@ -209,9 +254,19 @@ class ControlFlowMixin:
             return self.visit(node.body if cond else node.orelse)
         then_region, else_region = Region(), Region()
         with self._inside(then_region):
-            then_value = self._to_tensor(self.visit(node.body))
+            then_value = self.visit(node.body)
         with self._inside(else_region):
-            else_value = self._to_tensor(self.visit(node.orelse))
+            else_value = self.visit(node.orelse)
+        if unwrap(then_value) is None and unwrap(else_value) is None:
+            # Both sides only act (`tl.store(...) if c else tl.store(...)`): an `if` without results.
+            self.builder.create("if", [cond.handle], [], regions=[then_region, else_region])
+            self._yield(then_region, [])
+            self._yield(else_region, [])
+            return constexpr(None)
+        with self._inside(then_region):
+            then_value = self._to_tensor(then_value)
+        with self._inside(else_region):
+            else_value = self._to_tensor(else_value)
         if then_value.type != else_value.type:
             raise self.error(node, "Ternary expression with dynamic condition has inconsistent types "
                                    f"{describe_type(then_value.type)} and {describe_type(else_value.type)}")
@@ -241,21 +296,28 @@ class ControlFlowMixin:
             return self.semantic.to_tensor(raw)
         return value
 
-    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt]) -> Returned | None:
+    def _visit_if_with_return(self, node: ast.If, rest: list[ast.stmt],
+                              tail: Tail | None) -> Returned | None | object:
         cond = self._condition(node.test, node)
         if not isinstance(cond, tensor):
-            return self.visit_block((node.body if cond else node.orelse) + rest)
+            return self._visit_statements((node.body if cond else node.orelse) + rest, tail)
         if self.loop_depth:
             raise self.unsupported(node, _RETURN_IN_LOOP)
         live = dict(self.scope)
         regions = (Region(), Region())
-        values = []
+        results: list[Returned | None] = []
         for stmts, region in ((node.body + rest, regions[0]), (node.orelse + rest, regions[1])):
             self.scope = dict(live)
             with self._inside(region):
-                returned = self.visit_block(stmts)
-            values.append(returned.value if returned is not None else None)
+                results.append(self.visit_block(stmts, tail))
         self.scope = live
+        values = [returned.value if returned is not None else None for returned in results]
+        for side, other in ((0, 1), (1, 0)):
+            if results[side] is None and values[other] is not None:
+                # This path falls off the end of a function that returns a value on the
+                # other: Triton returns poison there, of which zeros are one instance.
+                with self._inside(regions[side]):
+                    values[side] = self._zeros_like(values[other], node)
         then_slot, else_slot = slot_of(values[0]), slot_of(values[1])
         if then_slot != else_slot:
             raise self.error(node, f"Inconsistent return types: {describe_slot(then_slot)} and "
@@ -265,8 +327,25 @@ class ControlFlowMixin:
         self._yield(regions[1], [values[1]])
         return Returned(rebuild(then_slot, op.results), node)
 
+    def _zeros_like(self, value: Any, node: ast.AST) -> Any:
+        """A value of `value`'s shape and types made of zeros (compile-time parts kept)."""
+        slot = slot_of(value)
+        handles = []
+        for ty in slot_types(slot):
+            if ty.scalar.is_ptr():
+                raise self.error(node, "a function that returns a pointer must return one on every path")
+            handles.append(self.semantic.full(list(ty.shape) if ty.is_block() else [], 0, ty.scalar).handle)
+        return rebuild(slot, handles)
+
     # -- loops ---------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
+        header = self._visit_loop_header(node)
+        if header.static:
+            self._unroll(node, header)
+        else:
+            self._emit_for(node, header)
+
+    def _visit_loop_header(self, node: ast.For) -> LoopHeader:
         if node.orelse:
             raise self.unsupported(node, "`for ... else` is not supported")
         iterator = node.iter
@@ -300,8 +379,7 @@ class ControlFlowMixin:
         if unwrap(step) is None:
             step = constexpr(1)
         if static_range is not None and kind is static_range:
-            self._unroll(node, lb, ub, step)
-            return
+            return LoopHeader(lb, ub, step, static=True, attrs={})
         attrs = {}
         for name in ("num_stages", "loop_unroll_factor"):
             value = unwrap(bounds.get(name))
@@ -310,21 +388,41 @@ class ControlFlowMixin:
         for name in ("disallow_acc_multi_buffer", "flatten", "warp_specialize", "disable_licm"):
             if bool(unwrap(bounds.get(name, False))):
                 attrs[name] = True
-        self._emit_for(node, lb, ub, step, attrs)
+        return LoopHeader(lb, ub, step, static=False, attrs=attrs)
 
-    def _unroll(self, node: ast.For, lb: Any, ub: Any, step: Any) -> None:
-        if any(has_tensor(v) for v in (lb, ub, step)):
+    def _static_iterations(self, node: ast.For, header: LoopHeader) -> range:
+        if any(has_tensor(v) for v in (header.lb, header.ub, header.step)):
             raise self.error(node.iter, "static_range bounds must be compile-time constants")
-        values = [unwrap(v) for v in (lb, ub, step)]
+        values = [unwrap(v) for v in (header.lb, header.ub, header.step)]
         if not all(isinstance(v, int) for v in values):
             raise self.error(node.iter, f"static_range bounds must be ints, got {values}")
         self.static_loop_vars.add(node.target.id)
-        with self._in_loop():
-            for i in range(*values):
-                self.scope[node.target.id] = constexpr(i)
-                self.visit_block(node.body)
+        return range(*values)
 
-    def _emit_for(self, node: ast.For, lb: Any, ub: Any, step: Any, attrs: dict[str, Any]) -> None:
+    def _unroll(self, node: ast.For, header: LoopHeader) -> None:
+        for i in self._static_iterations(node, header):
+            self.scope[node.target.id] = constexpr(i)
+            self.visit_block(node.body)
+
+    def _unroll_from(self, node: ast.For, iterations: range, start: int, rest: list[ast.stmt],
+                     tail: Tail | None) -> Returned | None | object:
+        """Unroll a static loop whose body may return, from iteration `start`,
+        then `rest` (as `_visit_statements`). Each iteration's tail is the
+        remaining iterations, `rest` and `tail`: a run-time `if` that returns
+        visits it in its branches; a compile-time return skips it."""
+        for position in range(start, len(iterations)):
+            self.scope[node.target.id] = constexpr(iterations[position])
+
+            def later(position: int = position) -> Returned | None:
+                return self._then_tail(self._unroll_from(node, iterations, position + 1, rest, tail), tail)
+
+            outcome = self._visit_statements(node.body, later)
+            if outcome is not _FELL_THROUGH:
+                return outcome
+        return self._visit_statements(rest, tail)
+
+    def _emit_for(self, node: ast.For, header: LoopHeader) -> None:
+        lb, ub, step = header.lb, header.ub, header.step
         negative_step = False
         if not has_tensor(step):
             raw_step = unwrap(step)
@@ -374,7 +472,7 @@ class ControlFlowMixin:
         self._yield(body, final)
 
         operands = [lb.handle, ub.handle, step.handle] + [leaf.handle for v in initial for leaf in leaves(v)]
-        op = self.builder.create("for", operands, carried_types, attrs, [body])
+        op = self.builder.create("for", operands, carried_types, header.attrs, [body])
         self.scope = dict(live)
         self._bind(self.scope, names, initial, op.results)
 

@@ -404,7 +404,7 @@ def _inline_launch(fn: JITFunction, key: tuple, entry: tuple) -> _Inline | None:
             return None
         if param.is_constexpr or spec_param.is_constexpr:
             if part == (CONSTEXPR, ("int", 1)) or type(part) is int:
-                guards.append(f"type({name}) is int and {name} == {1 if type(part) is not int else part}")
+                guards.append(f"{p}type({name}) is {p}int and {name} == {1 if type(part) is not int else part}")
                 continue
             return None
         value = f"{name}"
@@ -412,7 +412,7 @@ def _inline_launch(fn: JITFunction, key: tuple, entry: tuple) -> _Inline | None:
                                             and isinstance(part[0], torch.dtype)):
             dtype = part if isinstance(part, torch.dtype) else part[0]
             names[f"{p}dtype{index}"] = dtype
-            guards.append(f"type({name}) is {p}Tensor and {name}.dtype is {p}dtype{index} "
+            guards.append(f"{p}type({name}) is {p}Tensor and {name}.dtype is {p}dtype{index} "
                           f"and {name}.get_device() == {device}")
             value = f"{p}a{index}"
             if not param.do_not_specialize and not param.do_not_specialize_on_alignment:
@@ -422,13 +422,13 @@ def _inline_launch(fn: JITFunction, key: tuple, entry: tuple) -> _Inline | None:
                 guards.append(f"({value} := {name}.data_ptr()) >= 0")
         elif part in (("i32", "D"), ("i32", ""), ("i32", None)):
             # The conditions under which key_statements gives this part.
-            guards.append(f"type({name}) is int and -2147483648 <= {name} <= 2147483647")
+            guards.append(f"{p}type({name}) is {p}int and -2147483648 <= {name} <= 2147483647")
             if not param.do_not_specialize:
                 guards.append(f"{name} != 1")
                 if not param.do_not_specialize_on_alignment:
                     guards.append(f"{'not ' if part[1] else ''}{name} & 15")
         elif part == ("fp32", None):
-            guards.append(f"type({name}) is float")
+            guards.append(f"{p}type({name}) is {p}float")
         else:
             return None
         if spec_param.type.startswith("*") != (value != name):
@@ -474,8 +474,8 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     if inline is not None:
         namespace.update(inline.names)
         device = inline.entry[1]
-        guards = [f"{p}hot", f"{p}hot[0] is {p}hot_entry", f"type({p}grid) is tuple", f"len({p}grid) == 1",
-                  f"type({p}gx := {p}grid[0]) is int", f"0 < {p}gx <= 2147483647", *inline.guards,
+        guards = [f"{p}hot", f"{p}hot[0] is {p}hot_entry", f"{p}type({p}grid) is {p}tuple", f"{p}len({p}grid) == 1",
+                  f"{p}type({p}gx := {p}grid[0]) is {p}int", f"0 < {p}gx <= 2147483647", *inline.guards,
                   f"{p}module._gpu is {p}hot_gpu", f"{p}hot_gpu.current_device() == {device}"]
         lines += [
             f"    if ({' and '.join(guards)}):",
@@ -501,11 +501,11 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
         f"    {p}gpu = {p}module._gpu",
         f"    if {p}gpu is not {p}entry[0] or {p}gpu.current_device() != {p}entry[1]:",
         f"        {general}",
-        f"    if type({p}grid) is tuple and len({p}grid) == 1 and type({p}grid[0]) is int:",
+        f"    if {p}type({p}grid) is {p}tuple and {p}len({p}grid) == 1 and {p}type({p}grid[0]) is {p}int:",
         f"        {p}entry[2]({p}grid[0], 1, 1, None, {arguments})",
         "    else:",
-        f"        if callable({p}grid):",
-        f"            {p}grid = {p}grid(dict(zip({p}names, ({arguments}))))",
+        f"        if {p}callable({p}grid):",
+        f"            {p}grid = {p}grid({p}dict({p}zip({p}names, ({arguments}))))",
         f"        {p}entry[2](*{p}grid_dims({p}grid, {fn.__name__!r}), None, {arguments})",
         f"    return {p}entry[3]",
     ]

@@ -504,6 +504,8 @@ class LaunchPlan:
             f"{prefix}launch_ex": self._launch_with_attributes,
             f"{prefix}failed": self._launch_failed,
             f"{prefix}ArgumentError": ctypes.ArgumentError,
+            # a kernel parameter may be called `type`, as Triton allows
+            f"{prefix}type": type,
         })
         for name, value in converters.items():
             namespace[prefix + name] = value
@@ -666,7 +668,7 @@ def _pack_lines(prefix: str, slot: int, param: Parameter) -> list[str]:
     name, kind, target = param.label, param.type, f"{prefix}v{slot}.value"
     if param.is_pointer:
         return [
-            f"if type({name}) is {prefix}Tensor and {name}.get_device() == {prefix}device:",
+            f"if {prefix}type({name}) is {prefix}Tensor and {name}.get_device() == {prefix}device:",
             f"    {target} = {name}.data_ptr()",
             "else:",
             f"    {target} = {prefix}pointer({name}, {slot})",

@@ -286,6 +286,10 @@ _ONE = (CONSTEXPR, constexpr_key(1))
 _I32_DIVISIBLE, _I32, _I32_UNSPECIALIZED, _FP32 = ("i32", DIVISIBLE), ("i32", ""), ("i32", None), ("fp32", None)
 
 
+# The builtins generated code calls, each reached as `<prefix><name>` (see key_namespace).
+GENERATED_CODE_BUILTINS = (type, isinstance, int, float, tuple, len, callable, dict, zip)
+
+
 def generated_prefix(fn: JITFunction) -> str:
     """A prefix for the names generated code owns beside `fn`'s parameters: more
     leading underscores than any parameter name has, so none can shadow them."""
@@ -349,6 +353,9 @@ def key_namespace(fn: JITFunction, prefix: str) -> dict[str, Any]:
              "constexpr_key": constexpr_key, "fn_name": fn.__name__,
              "Tensor": getattr(torch, "Tensor", _NoTensorType),
              "ONE": _ONE, "I32D": _I32_DIVISIBLE, "I32": _I32, "I32N": _I32_UNSPECIALIZED, "FP32": _FP32}
+    # Generated code reaches Python builtins through prefixed names too: a kernel
+    # parameter may be called `type` or `len`, as Triton allows.
+    names.update({f.__name__: f for f in GENERATED_CODE_BUILTINS})
     namespace.update({prefix + name: value for name, value in names.items()})
     return namespace
 
@@ -361,7 +368,7 @@ def key_statements(param: Any, key: str, prefix: str) -> list[str]:
     align = not param.do_not_specialize_on_alignment
     if param.is_constexpr:
         # An int stands for itself; anything else is its constexpr_key, a tuple.
-        return [f"{key} = {name} if type({name}) is int else {p}constexpr_key({name})"]
+        return [f"{key} = {name} if {p}type({name}) is {p}int else {p}constexpr_key({name})"]
     if param.annotation_type:
         return [f"{key} = {p}checked({p}fn_name, {name!r}, {p}annotated, {name}, {param.annotation_type!r}, "
                 f"{specialize}, {align})"]
@@ -374,11 +381,11 @@ def key_statements(param: Any, key: str, prefix: str) -> list[str]:
         tensor = f"{name}.dtype"
         small_int = f"{p}ONE if {name} == 1 else {p}I32" if specialize else f"{p}I32N"
     return [
-        f"if isinstance({name}, {p}Tensor):",
+        f"if {p}isinstance({name}, {p}Tensor):",
         f"    {key} = {tensor}",
-        f"elif type({name}) is int and -2147483648 <= {name} <= 2147483647:",
+        f"elif {p}type({name}) is {p}int and -2147483648 <= {name} <= 2147483647:",
         f"    {key} = {small_int}",
-        f"elif type({name}) is float:",
+        f"elif {p}type({name}) is {p}float:",
         f"    {key} = {p}FP32",
         "else:",
         f"    {key} = {p}checked({p}fn_name, {name!r}, {p}specialize, {name}, {param.is_const}, {specialize}, "
