@@ -7,6 +7,7 @@ accepts what resolves and names what does not."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from packaging.version import Version
 
 import tritone
 
+# The checker reads pyproject.toml with tomllib (Python 3.11+) or tomli.
+pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("check_resolution", REPO_ROOT / ".ci" / "check_resolution.py")
 check = importlib.util.module_from_spec(_spec)
