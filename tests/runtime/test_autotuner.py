@@ -64,12 +64,14 @@ def blocks(*sizes, **options):
 
 @pytest.fixture(autouse=True)
 def quiet_knobs(monkeypatch, request):
-    """No printing or disk caching unless a test asks; kernels in the interpreter
+    """No printing, notes or disk caching unless a test asks; kernels in the interpreter
     (with CPU tensors) except in the GPU tests."""
     for name in ("TRITON_PRINT_AUTOTUNING", "TRITON_CACHE_AUTOTUNING", "TRITON_INTERPRET", "TRITONE_INTERPRET"):
         monkeypatch.delenv(name, raising=False)
     if request.node.get_closest_marker("gpu") is None:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
+    # As if the interpreter's once-per-process note on untimed configs was given.
+    monkeypatch.setattr(autotuner, "_told_configs_untimed", True)
 
 
 def random_input(n, seed=None):
