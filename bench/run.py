@@ -1,13 +1,14 @@
 """tritone's benchmark suite: tritone's figure beside upstream Triton's and torch's,
 from the same run, with ratios.
 
-    python bench/run.py [--only NAME ...] [--quick] [--check] [--csv PATH] [--arch-compare sm80]
-                        [--matmul-configs]
+    python bench/run.py [--only NAME ...] [--quick] [--check] [--csv PATH] [--png PATH]
+                        [--arch-compare sm80] [--matmul-configs]
 
 The process started from the command line only orchestrates: it runs the
 benchmarks in a worker process (and a fresh one after a worker dies, hangs or
 loses its CUDA context, so one broken kernel never costs the whole table),
-collects the rows the workers write, prints the table last and writes the CSV.
+collects the rows the workers write, prints the table last and writes the CSV
+and the PNG plot of the ratios (matplotlib).
 It never imports torch itself. See bench/README.md for what each benchmark
 measures and how to read the table.
 """
@@ -18,6 +19,7 @@ import argparse
 import compileall
 import csv
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -1102,6 +1104,55 @@ def format_table(rows: list[Row], environment: str, mode: str) -> str:
     return "\n".join(lines)
 
 
+# Units of time: a smaller figure is better, so tritone's speed-up over x is x's / tritone's.
+TIME_UNITS = ("s", "ms", "us", "us/call")
+
+
+def speedups(rows: list[Row]) -> list[tuple[str, float | None, float | None]]:
+    """For every case with a tritone figure: its label and tritone's speed-up over
+    upstream Triton and over torch (above 1: tritone is faster; None: no figure to
+    compare), whatever the unit."""
+    cases: dict[tuple[str, str], dict[str, Row]] = {}
+    for row in rows:
+        if row.role == "result" and row.value:
+            cases.setdefault((f"{row.bench} {row.group}".strip(), row.case), {})[row.impl] = row
+    result = []
+    for (bench, case), by_impl in cases.items():
+        ours = by_impl.get("tritone")
+        if ours is None:
+            continue
+        ratios = []
+        for other in ("triton", "torch"):
+            theirs = by_impl.get(other)
+            if theirs is None:
+                ratios.append(None)
+            elif ours.unit in TIME_UNITS:
+                ratios.append(theirs.value / ours.value)
+            else:
+                ratios.append(ours.value / theirs.value)
+        result.append((f"{bench}: {case}", ratios[0], ratios[1]))
+    return result
+
+
+def write_png(rows: list[Row], path: Path, title: str) -> None:
+    """A bar chart of `speedups(rows)`, one pair of bars per case, saved as PNG."""
+    from matplotlib.figure import Figure  # no pyplot: no window, no global state
+
+    cases = speedups(rows)
+    figure = Figure(figsize=(9, 1.2 + 0.35 * max(1, len(cases))), layout="constrained")
+    axes = figure.add_subplot()
+    positions = range(len(cases))
+    for offset, (index, name) in zip((-0.2, 0.2), ((1, "vs upstream Triton"), (2, "vs torch"))):
+        axes.barh([p + offset for p in positions], [case[index] or 0.0 for case in cases], height=0.4, label=name)
+    axes.axvline(1.0, color="black", linewidth=0.8)
+    axes.set_yticks(list(positions), [case[0] for case in cases], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("tritone's speed-up (above 1: tritone is faster)")
+    axes.set_title(title, fontsize=9)
+    axes.legend(loc="lower right", fontsize=8)
+    figure.savefig(path)
+
+
 def write_csv(rows: list[Row], path: Path) -> None:
     names = [f.name for f in fields(Row)]
     with open(path, "w", newline="", encoding="utf-8") as handle:
@@ -1120,6 +1171,9 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--check", action="store_true",
                         help="validate the suite on the CPU: tiny sizes, both implementations interpreted")
     parser.add_argument("--csv", type=Path, help="write every row (each config too) to this CSV file")
+    parser.add_argument("--png", type=Path,
+                        help="plot tritone's speed-up over upstream Triton and torch per case to this PNG file "
+                             "(needs matplotlib)")
     parser.add_argument("--arch-compare", metavar="smXY",
                         help="also run matmul and attention compiled for an older target (upstream with "
                              "TRITON_OVERRIDE_ARCH=smXY, tritone with TRITONE_TARGET=sm_XY)")
@@ -1149,6 +1203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return first_call_child(args.first_call_child, args.check)
     if args.worker:
         return worker_main(args)
+    if args.png and importlib.util.find_spec("matplotlib") is None:
+        print("--png needs matplotlib: pip install matplotlib", file=sys.stderr)
+        return 2
     if not args.check and not cuda_available():
         print("no CUDA device is usable here: run with --check to validate the suite on the CPU", file=sys.stderr)
         return 2
@@ -1164,10 +1221,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.csv:
         write_csv(rows, args.csv)
     mode = "check" if args.check else "quick" if args.quick else "full"
+    if args.png:
+        write_png(rows, args.png, f"tritone benchmarks, {mode} run: {environment}")
     print()
     print(format_table(rows, environment, mode))
     if args.csv:
         print(f"every row, each config too: {args.csv}")
+    if args.png:
+        print(f"speed-ups plotted: {args.png}")
     for note in (note for outcome in outcomes for note in outcome.notes):
         print(note[:TABLE_WIDTH])
     for error in harness_errors:

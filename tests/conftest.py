@@ -1,9 +1,21 @@
 """Shared pytest set-up: the `gpu` marker, skipped only where no GPU can run
-kernels (whatever TRITON_INTERPRET says: GPU tests set up their own mode)."""
+kernels (whatever TRITON_INTERPRET says: GPU tests set up their own mode); and
+private cache folders, so that the suite writes nothing into the user's."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+# Where tritone (TRITON_CACHE_DIR), upstream Triton (TRITON_HOME holds its
+# ~/.triton) and XDG-following tools such as matplotlib (XDG_CACHE_HOME) would
+# otherwise write under the user's home; the subprocesses of tests inherit them.
+CACHE_VARIABLES = {"TRITON_CACHE_DIR": "tritone", "TRITON_HOME": "triton-home", "XDG_CACHE_HOME": "xdg-cache"}
+_saved_environment: dict[str, str | None] = {}
+_private_root: list[str] = []
 
 
 def _why_no_gpu() -> str | None:
@@ -25,6 +37,21 @@ def _why_no_gpu() -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skipped where none is usable)")
+    root = tempfile.mkdtemp(prefix="tritone-tests-")
+    _private_root.append(root)
+    for variable, folder in CACHE_VARIABLES.items():
+        _saved_environment[variable] = os.environ.get(variable)
+        os.environ[variable] = os.path.join(root, folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for variable, value in _saved_environment.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
+    while _private_root:
+        shutil.rmtree(_private_root.pop(), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

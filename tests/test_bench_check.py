@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.run import Row, arch_settings, format_table
+import numpy as np
+import pytest
+
+from bench.run import Row, arch_settings, format_table, speedups, write_png
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention"}
@@ -17,8 +20,10 @@ KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "ma
 
 def test_check_runs_every_benchmark(tmp_path: Path) -> None:
     csv_path = tmp_path / "bench.csv"
+    png_path = tmp_path / "bench.png"
+    plot = ["--png", str(png_path)] if _has_matplotlib() else []
     done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "run.py"), "--check", "--csv", str(csv_path)],
+        [sys.executable, str(REPO_ROOT / "bench" / "run.py"), "--check", "--csv", str(csv_path), *plot],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
 
@@ -45,6 +50,9 @@ def test_check_runs_every_benchmark(tmp_path: Path) -> None:
     assert {row["impl"] for row in configs} == {"triton", "tritone"}
 
     lines = done.stdout.rstrip().splitlines()
+    if plot:
+        assert lines.pop() == f"speed-ups plotted: {png_path}"
+        assert png_path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert lines[-1].startswith("every row"), lines[-3:]
     header = next(index for index, line in enumerate(lines) if line.startswith("benchmark "))
     assert all(len(line) <= 100 for line in lines[header - 1:])
@@ -73,3 +81,40 @@ def test_arch_compare_settings() -> None:
     assert arch_settings("sm80", (8, 6)) == {"TRITONE_TARGET": "sm_80", "TRITON_OVERRIDE_ARCH": "sm80"}
     assert arch_settings("sm80", None) == {"TRITONE_TARGET": "sm_80", "TRITON_OVERRIDE_ARCH": "sm80"}
     assert arch_settings("sm80", (9, 0)) == {"TRITONE_TARGET": "sm_80", "DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_speedups_are_above_one_where_tritone_is_faster_in_every_unit() -> None:
+    rng = np.random.default_rng()
+    bandwidth, seconds = (float(value) for value in rng.uniform(100.0, 1000.0, size=2))
+    rows = [
+        Row("", "softmax", "a", "torch", "GB/s", value=bandwidth),
+        Row("", "softmax", "a", "triton", "GB/s", value=bandwidth / 2),
+        Row("", "softmax", "a", "tritone", "GB/s", value=bandwidth),
+        Row("", "launch", "b", "triton", "us/call", value=seconds),
+        Row("", "launch", "b", "tritone", "us/call", value=seconds / 4),
+        Row("", "launch", "b", "torch", "us/call", error="RuntimeError: no figure"),
+        Row("", "first call", "c", "triton", "s", value=seconds),
+        Row("", "first call", "c", "tritone", "s", error="WrongResult: off"),
+        Row("", "matmul", "d", "tritone", "TFLOP/s", value=seconds, role="config"),
+    ]
+    cases = speedups(rows)
+    assert [case[0] for case in cases] == ["softmax: a", "launch: b"]
+    assert cases[0][1] == pytest.approx(2.0) and cases[0][2] == pytest.approx(1.0)
+    assert cases[1][1] == pytest.approx(4.0) and cases[1][2] is None
+
+
+def test_png_of_the_comparison(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    rows = [Row("", "vector add", f"n={n}", impl, "GB/s", value=float(value))
+            for n, values in ((1024, (50.0, 60.0, 70.0)), (4096, (80.0, 90.0, 85.0)))
+            for impl, value in zip(("torch", "triton", "tritone"), values)]
+    write_png(rows, tmp_path / "ratios.png", "a title")
+    assert (tmp_path / "ratios.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

@@ -13,6 +13,7 @@ import json
 import os
 import platform as platform_module
 import re
+import sys
 import tempfile
 import time
 import warnings
@@ -20,6 +21,7 @@ import warnings
 import numpy as np
 import pytest
 
+import tritone
 from tests.platform._doctor_layouts import CUDA124, EMBEDDED_EXE, RTX_5090, TOOLKITS, windows
 from tritone import doctor, knobs
 from tritone.__main__ import main
@@ -120,6 +122,36 @@ def test_selftest_prints_the_doctor_summary_first(capsys):
     assert "selftest on" in out
 
 
+def test_selftest_summary_counts_are_doctors(capsys):
+    assert main(["selftest", "--seed", "4"]) == 0
+    summary = capsys.readouterr().out.splitlines()[0]
+    main(["doctor", "--json"])
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    expected = (f"{counts['pass']} passed, {counts['warn']} warning{'s' * (counts['warn'] != 1)}, "
+                f"{counts['fail']} failed")
+    assert summary == f"doctor: {expected} (details: python -m tritone doctor)"
+
+
+def test_version_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"tritone {tritone.__tritone_version__} (Triton API {tritone.__version__})\n"
+
+
+@pytest.mark.parametrize("argv0, name", [
+    ("/usr/lib/python3/site-packages/tritone/__main__.py", "python -m tritone"),
+    ("/home/me/venv/bin/tritone", "tritone"),
+    ("C:\\venv\\Scripts\\tritone.exe", "tritone"),
+    ("C:\\venv\\Scripts\\tritone-script.py", "tritone"),
+])
+def test_usage_line_names_how_the_command_was_started(monkeypatch, capsys, argv0, name):
+    monkeypatch.setattr(sys, "argv", [argv0])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith(f"usage: {name} [-h] [--version]")
+
+
 def test_facts_of_this_python_and_its_packages():
     facts = python_facts()
     assert facts.pointer_bits == 64 and facts.cwd == os.getcwd()
@@ -149,7 +181,7 @@ def test_no_driver_message_names_the_library_and_the_fix():
     with pytest.raises(libs.LibraryNotFound) as linux:
         libs.find_driver(SimulatedPlatform("linux"))
     assert "libcuda.so.1" in str(linux.value) and "Fix: install the NVIDIA driver" in str(linux.value)
-    assert "TRITON_INTERPRET=1" in str(linux.value)
+    assert "Without a GPU, tritone runs kernels in its CPU interpreter by itself" in str(linux.value)
     with pytest.raises(libs.LibraryNotFound) as on_windows:
         libs.find_driver(windows(driver=False))
     message = str(on_windows.value)

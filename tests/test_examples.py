@@ -4,18 +4,23 @@ CPU otherwise."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tritone.runtime.launch import active_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PYPROJECT = EXAMPLES.parent / "pyproject.toml"
 # The examples' own rule: CUDA tensors where torch has CUDA.
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -63,3 +68,27 @@ def test_fused_softmax_on_numpy_arrays_in_the_interpreter(monkeypatch):
     array = np.random.default_rng().standard_normal((5, 64), dtype=np.float32)
     np.testing.assert_allclose(namespace["softmax"](array), torch.softmax(torch.from_numpy(array), dim=1).numpy(),
                                rtol=1e-5, atol=1e-7)
+
+
+def _imported_packages(path: Path) -> set[str]:
+    """The top-level packages a script imports, the standard library's left out."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.partition(".")[0])
+    return names - set(sys.stdlib_module_names) - {"__future__"}
+
+
+def test_the_examples_extra_installs_what_the_examples_import():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    installed = {canonicalize_name(Requirement(text).name)
+                 for text in project["dependencies"] + project["optional-dependencies"]["examples"]}
+    installed.add(canonicalize_name(project["name"]))
+    scripts = sorted(EXAMPLES.glob("*.py"))
+    assert scripts, f"no examples in {EXAMPLES}"
+    for script in scripts:
+        missing = {name for name in _imported_packages(script) if canonicalize_name(name) not in installed}
+        assert not missing, f"{script.name} imports {sorted(missing)}, which `pip install -e .[examples]` lacks"

@@ -9,14 +9,16 @@
 from __future__ import annotations
 
 import argparse
+import ntpath
 import sys
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from .doctor import SUMMARY_SECTIONS, run
+    from .doctor import run
     from .selftest import print_report, run_checks
 
-    sys.stdout.write(run(SUMMARY_SECTIONS).summary_text())
+    # Every section, so that the counts are those `doctor` prints.
+    sys.stdout.write(run().summary_text())
     results = run_checks(seed=args.seed)
     print_report(results, sys.stdout)
     return 0 if all(result.passed for result in results) else 1
@@ -40,9 +42,24 @@ def _use(args: argparse.Namespace) -> int:
     return use_command(args.choice, sys.stdout)
 
 
+def program_name(argv0: str) -> str:
+    """How the user started the command line, for its usage line: "tritone" for the
+    script pip installs (tritone, tritone.exe, tritone-script.py), else
+    "python -m tritone"."""
+    # ntpath splits at both separators: the script's path may be either kind.
+    stem = ntpath.basename(argv0).lower()
+    for suffix in (".exe", ".py"):
+        stem = stem.removesuffix(suffix)
+    return "tritone" if stem in ("tritone", "tritone-script") else "python -m tritone"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command named in `argv` (default: the process arguments); returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m tritone", description="tritone command line")
+    from . import __tritone_version__, __version__
+
+    parser = argparse.ArgumentParser(prog=program_name(sys.argv[0]), description="tritone command line")
+    parser.add_argument("--version", action="version",
+                        version=f"tritone {__tritone_version__} (Triton API {__version__})")
     commands = parser.add_subparsers(dest="command", required=True)
     selftest = commands.add_parser("selftest", help="run example kernels and check them against numpy")
     selftest.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")

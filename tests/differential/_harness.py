@@ -40,7 +40,7 @@ def run_on_upstream(jobs: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=UPSTREAM_TIMEOUT_S)
         if proc.returncode == IMPORT_FAILED:
             pytest.skip(f"upstream Triton is not available here ({proc.stderr.strip()}); "
-                        "the differential tests need it (Linux: pip install triton==3.6.0)")
+                        "the differential tests need it (Linux: pip install -e \".[test]\")")
         if proc.returncode != 0:
             raise RuntimeError(f"the upstream runner failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
         return torch.load(results_path, weights_only=False)

@@ -97,7 +97,9 @@ def convert(values: np.ndarray, src: str, dst: str, *, rtz: bool = False) -> np.
         return values.astype(NUMPY_DTYPES[dst])
     if not is_float(src):
         if dst in ("float32", "float64", "float16"):
-            return values.astype(NUMPY_DTYPES[dst])
+            # Integers beyond float16's range become infinity, as cvt.rn.f16 gives.
+            with np.errstate(over="ignore"):
+                return values.astype(NUMPY_DTYPES[dst])
         return round_to(values.astype(np.float64), dst)
     if rtz:
         return round_toward_zero(values, dst)
@@ -111,8 +113,8 @@ def round_toward_zero(values: np.ndarray, dst: str) -> np.ndarray:
     the largest finite value, infinities and NaN stay."""
     assert dst == "float16", "only fp32 -> fp16 rtz is modelled"
     v = values.astype(np.float64)
-    nearest = v.astype(np.float16)
     with np.errstate(invalid="ignore", over="ignore"):
+        nearest = v.astype(np.float16)
         overshoot = np.abs(nearest.astype(np.float64)) > np.abs(v)
         toward_zero = np.where(overshoot, np.nextafter(nearest, np.float16(0)), nearest)
     finite_max = np.float16(65504)
@@ -166,7 +168,8 @@ def _round_fraction(value: Fraction, dtype: str, signed_zero_of: float = 1.0) ->
     if dtype == "float64":
         return as64
     np_dtype = NUMPY_DTYPES[dtype]
-    candidate = np_dtype.type(as64)
+    with np.errstate(over="ignore"):  # beyond the dtype's range: infinity, returned below
+        candidate = np_dtype.type(as64)
     if not np.isfinite(candidate):
         return float(candidate)
     neighbours = [candidate, np.nextafter(candidate, np_dtype.type(np.inf)),

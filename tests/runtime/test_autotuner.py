@@ -21,7 +21,7 @@ import tritone as triton
 import tritone.language as tl
 from tritone import knobs
 from tritone.errors import CompilationError, OutOfResources, PTXASError
-from tritone.runtime import Autotuner
+from tritone.runtime import Autotuner, autotuner
 from tritone.runtime.autotuner import AutotunerError, SweepProgress
 
 
@@ -64,12 +64,14 @@ def blocks(*sizes, **options):
 
 @pytest.fixture(autouse=True)
 def quiet_knobs(monkeypatch, request):
-    """No printing or disk caching unless a test asks; kernels in the interpreter
+    """No printing, notes or disk caching unless a test asks; kernels in the interpreter
     (with CPU tensors) except in the GPU tests."""
     for name in ("TRITON_PRINT_AUTOTUNING", "TRITON_CACHE_AUTOTUNING", "TRITON_INTERPRET", "TRITONE_INTERPRET"):
         monkeypatch.delenv(name, raising=False)
     if request.node.get_closest_marker("gpu") is None:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
+    # As if the interpreter's once-per-process note on untimed configs was given.
+    monkeypatch.setattr(autotuner, "_told_configs_untimed", True)
 
 
 def random_input(n, seed=None):
@@ -162,10 +164,15 @@ def test_single_config_runs_without_tuning():
 
 def test_interpreter_takes_the_first_config_that_compiles(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(autotuner, "_told_configs_untimed", False)
     tuned = triton.autotune(blocks(24, 32, 16), key=["n"])(add_one_kernel)
     x = random_input(90)
     expected = x + 1
-    tuned[grid](x, 90)
+    with pytest.warns(UserWarning, match="does not time configs: kernel add_one_kernel") as said:
+        tuned[grid](x, 90)
+        tuned[grid](random_input(70), 70)  # a new key: tuned again, without a second note
+        triton.autotune(blocks(16, 32), key=["n"])(accumulate_kernel)[grid](random_input(40), random_input(40), 40)
+    assert [str(w.message).count("does not time configs") for w in said] == [1]
     assert tuned.best_config == triton.Config({"BLOCK": 32}) and tuned.configs_timings == {}
     assert "power of 2" in tuned.config_failures[triton.Config({"BLOCK": 24})]
     torch.testing.assert_close(x, expected, rtol=0, atol=0)

@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import secrets
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -549,3 +550,15 @@ def test_default_cache_follows_triton_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     if not host().is_windows:
         assert cache_module.default_cache().root == str(tmp_path / "xdg" / "tritone")
+
+
+def test_the_suite_caches_in_a_private_folder(monkeypatch):
+    """tests/conftest.py points every cache at a temporary folder, so running the
+    tests leaves nothing in the user's cache."""
+    monkeypatch.setattr(cache_module, "_caches", {})
+    root = Path(cache_module.default_cache().root)
+    assert root == Path(os.environ["TRITON_CACHE_DIR"])
+    assert Path(tempfile.gettempdir()).resolve() in root.resolve().parents
+    assert Path.home().resolve() not in root.resolve().parents
+    for variable in ("TRITON_HOME", "XDG_CACHE_HOME"):
+        assert Path(os.environ[variable]).parent == root.parent

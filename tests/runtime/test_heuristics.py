@@ -9,7 +9,7 @@ import torch
 
 import tritone as triton
 import tritone.language as tl
-from tritone.runtime import Heuristics
+from tritone.runtime import Heuristics, autotuner
 
 
 @triton.jit
@@ -99,10 +99,12 @@ def test_heuristics_over_autotune():
     torch.testing.assert_close(y, x * 0.5, rtol=0, atol=0)
 
 
-def test_heuristics_and_autotune_without_do_bench_on_the_interpreter():
+def test_heuristics_and_autotune_without_do_bench_on_the_interpreter(monkeypatch):
+    monkeypatch.setattr(autotuner, "_told_configs_untimed", False)
     tuned = triton.autotune([triton.Config({"BLOCK": 48}), triton.Config({"BLOCK": 64})], key=["n"])(
         triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scaled_copy_kernel))
     x, y = random_input(128), torch.zeros(128)
-    tuned[grid](x, y, 128, 4.0)
+    with pytest.warns(UserWarning, match="does not time configs: kernel scaled_copy_kernel"):
+        tuned[grid](x, y, 128, 4.0)
     assert tuned.best_config.kwargs == {"BLOCK": 64}
     torch.testing.assert_close(y, x * 4.0, rtol=0, atol=0)

@@ -32,10 +32,8 @@ from .report import Check, Report, Status
 
 SECTIONS = ("python", "gpu", "nvrtc", "torch", "triton", "cache", "live")
 _SECTION_TITLES = ("Python", "GPU", "NVRTC", "torch", "triton", "cache", "live check")
-# What `selftest` prints first: quick, and without importing torch.
-SUMMARY_SECTIONS = ("python", "gpu", "nvrtc", "cache")
 
-__all__ = ["SECTIONS", "SUMMARY_SECTIONS", "Check", "Report", "Status", "doctor_command", "run"]
+__all__ = ["SECTIONS", "Check", "Report", "Status", "doctor_command", "run"]
 
 
 def _crashed(section: str, error: Exception) -> Check:

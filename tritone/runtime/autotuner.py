@@ -50,6 +50,8 @@ BENCH_QUANTILES = (0.5, 0.2, 0.8)
 
 # What `kernel[grid](...)` adds to every launch's keywords.
 _LAUNCHER_KEYWORDS = frozenset({"grid", "warmup"})
+# Whether this process was told that the interpreter does not time configs.
+_told_configs_untimed = False
 
 # Sweeps of at least this many configs show the progress line.
 PROGRESS_MIN_CONFIGS = 4
@@ -412,7 +414,14 @@ class Autotuner(KernelInterface):
 
     def _choose_first_working(self, key: tuple, args: tuple, kwargs: dict[str, Any], configs: list[Config]) -> None:
         """The interpreter's choice: the first config that compiles (compiled
-        only; the real launch follows)."""
+        only; the real launch follows). Says so once per process."""
+        global _told_configs_untimed
+        if not _told_configs_untimed:
+            _told_configs_untimed = True
+            warnings.warn(f"autotune in tritone's CPU interpreter does not time configs: kernel "
+                          f"{self.base_fn.__name__} (and every autotuned kernel after it) runs with the first config "
+                          "that compiles, since interpreted timings say nothing about a GPU; pass do_bench= to "
+                          "autotune to time them anyway", stacklevel=2)
         started = time.perf_counter()
         failures = []
         for config in configs:

@@ -563,8 +563,8 @@ def find_driver(platform: Platform, override: str | None = None) -> DriverLibrar
     else:
         lines.append("Fix: install the NVIDIA driver (it provides libcuda.so.1; `nvidia-smi` should list the GPU). "
                      "In a container, expose the GPU (`docker run --gpus all` with the NVIDIA Container Toolkit).")
-    lines.append(f"or set {DRIVER_OVERRIDE} to the driver library. Without a GPU, TRITON_INTERPRET=1 runs "
-                 "kernels on the CPU.")
+    lines.append(f"or set {DRIVER_OVERRIDE} to the driver library. Without a GPU, tritone runs kernels in its "
+                 "CPU interpreter by itself: nothing needs setting.")
     raise LibraryNotFound("\n".join(lines), search.places, probes)
 
 
