@@ -286,6 +286,7 @@ class RunSettings:
     device: str
     timeout: float
     keyword: str | None
+    marker: str | None
     workers: int
     extra_pytest_args: tuple[str, ...]
     scratch: Path
@@ -304,6 +305,8 @@ def run_test_file(rel_file: str, side: str, env: dict, settings: RunSettings, xd
     ]
     if settings.keyword:
         command += ["-k", settings.keyword]
+    if settings.marker:
+        command += ["-m", settings.marker]
     if xdist and settings.workers > 1:
         command += ["-n", str(settings.workers)]
     command += list(settings.extra_pytest_args)
@@ -506,6 +509,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="passed to upstream's conftest; cpu also sets TRITON_INTERPRET=1")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression, passed through")
+    parser.add_argument("-m", dest="marker",
+                        help="pytest -m expression, passed through; default with --device cpu: 'interpreter',\n"
+                        "the mark upstream gives the tests its interpreter runs ('' for none)")
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds per file and side (default 540)")
     parser.add_argument("--jobs", type=int, default=1, help="files run at the same time (default 1)")
     parser.add_argument("-n", dest="workers", type=int, default=0,
@@ -526,6 +532,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pytest-arg", dest="pytest_args", action="append", default=[],
                         help="one extra pytest argument (repeatable)")
     args = parser.parse_args(argv)
+    if args.marker is None and args.device == "cpu":
+        args.marker = "interpreter"
     if args.sides is None:
         args.sides = ["tritone"] if args.upstream_from else list(SIDES)
     if args.upstream_from and "upstream" in args.sides:
@@ -549,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         (scratch / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         settings = RunSettings(
             tests_dir=(args.tests or args.tutorials).resolve(), python=args.python, device=args.device,
-            timeout=args.timeout, keyword=args.keyword, workers=args.workers,
+            timeout=args.timeout, keyword=args.keyword, marker=args.marker, workers=args.workers,
             extra_pytest_args=tuple(args.pytest_args), scratch=scratch,
         )
         jobs = [(rel, side) for rel in files for side in args.sides]
@@ -585,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(regression_lines(comparisons), end="")
     meta = {
-        "device": args.device, "keyword": args.keyword, "python": args.python,
+        "device": args.device, "keyword": args.keyword, "marker": args.marker, "python": args.python,
         "sides": {side: probes[side] for side in args.sides}, "known_differences": len(known),
         "upstream_from": str(args.upstream_from) if args.upstream_from else None,
     }
