@@ -414,7 +414,10 @@ def failure_categories(comparisons: list[Comparison], limit: int = 40) -> list[t
     counter = Counter()
     for comparison in comparisons:
         for message in comparison.regressions.values():
-            counter[_VOLATILE.sub("N", message)[:160]] += 1
+            if " ... " in message:  # "<status>: <Error>: at 3:8 in kernel k (file) ... what went wrong"
+                head, _, tail = message.partition(" ... ")
+                message = f"{head.split(' at ', 1)[0]} {tail}"
+            counter[_VOLATILE.sub("N", message)[:200]] += 1
     return [(count, message) for message, count in counter.most_common(limit)]
 
 

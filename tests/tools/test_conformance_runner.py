@@ -208,6 +208,7 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     table = (out / "conformance.md").read_text()
     assert "| unit/test_sample.py | 5 | 1 | 1 | 1 |" in table
     assert "| 2 | failed: AssertionError: tritone lacks feature N" in table
+    assert "| 1 | failed: ValueError: name 'y' is not defined |" in table
     assert "unit/test_sample.py::test_upstream_only[1]\tfailed" in capsys.readouterr().out
 
 
