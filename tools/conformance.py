@@ -297,11 +297,13 @@ def run_test_file(rel_file: str, side: str, env: dict, settings: RunSettings, xd
     stem = f"{side}-{rel_file.replace('/', '_')}"
     log = settings.scratch / f"{stem}.jsonl"
     ini = settings.scratch / "pytest.ini"
+    # --tb=line: the log keeps only each failure's message, and formatting full
+    # tracebacks through test_core.py's 7,000 lines costs more than the failing tests
     command = [
         settings.python, "-m", "pytest", rel_file,
         "-c", str(ini), "--rootdir", str(settings.tests_dir), "--confcutdir", str(settings.tests_dir),
         "-p", "no:cacheprovider", "-p", "conformance_log", "--conformance-log", str(log),
-        "--device", settings.device, "-q", "--no-header", "-rN",
+        "--device", settings.device, "-q", "--no-header", "-rN", "--tb=line",
     ]
     if settings.keyword:
         command += ["-k", settings.keyword]
