@@ -104,6 +104,9 @@ class Comparison:
     runs: dict[str, FileRun]
     regressions: dict[str, str]
     expected: dict[str, str]
+    # tests that pass under tritone and not upstream: worth a look, a test that
+    # expects an error passes wherever the error does not come
+    tritone_only: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- known differences
@@ -347,11 +350,17 @@ def run_tutorial(script: Path, side: str, env: dict, settings: RunSettings) -> F
 
 def compare(path: str, runs: dict[str, FileRun], known: list[KnownDifference]) -> Comparison:
     """Tests that pass upstream and do not pass under tritone (failed, error,
-    skipped or not run), split into regressions and known differences."""
+    skipped or not run), split into regressions and known differences; and the
+    tests that pass under tritone only."""
     regressions: dict[str, str] = {}
     expected: dict[str, str] = {}
+    tritone_only: list[str] = []
     upstream, tritone = runs.get("upstream"), runs.get("tritone")
     if upstream is not None and tritone is not None:
+        tritone_only = sorted(
+            test_id for test_id, result in tritone.tests.items()
+            if result.status == "passed" and upstream.tests.get(test_id, TestResult("missing")).status != "passed"
+        )
         for test_id, result in upstream.tests.items():
             if result.status != "passed":
                 continue
@@ -369,7 +378,7 @@ def compare(path: str, runs: dict[str, FileRun], known: list[KnownDifference]) -
                 regressions[test_id] = message
             else:
                 expected[test_id] = f"{reason} ({message})"
-    return Comparison(path, runs, regressions, expected)
+    return Comparison(path, runs, regressions, expected, tritone_only)
 
 
 def _cells(run: FileRun | None) -> list[str]:
@@ -381,11 +390,11 @@ def _cells(run: FileRun | None) -> list[str]:
 
 def markdown_table(comparisons: list[Comparison]) -> str:
     """One row per file: passed/failed/skipped/errors and wall seconds per side,
-    then regressions, expected differences and notes."""
+    then regressions, expected differences, tests passing under tritone only, notes."""
     header = ["file"]
     for side in SIDES:
         header += [f"{side} {status}" for status in STATUSES] + [f"{side} s"]
-    header += ["regressions", "expected", "notes"]
+    header += ["regressions", "expected", "tritone only", "notes"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     totals = Counter()
     for comparison in comparisons:
@@ -397,12 +406,15 @@ def markdown_table(comparisons: list[Comparison]) -> str:
             if run is not None:
                 for status, count in run.counts().items():
                     totals[side, status] += count
-        row += [str(len(comparison.regressions)), str(len(comparison.expected)), notes.replace("|", "/")]
+        row += [str(len(comparison.regressions)), str(len(comparison.expected)), str(len(comparison.tritone_only)),
+                notes.replace("|", "/")]
         lines.append("| " + " | ".join(row) + " |")
     total_row = ["**total**"]
     for side in SIDES:
         total_row += [str(totals[side, status]) for status in STATUSES] + [""]
-    total_row += [str(sum(len(c.regressions) for c in comparisons)), str(sum(len(c.expected) for c in comparisons)), ""]
+    for key in ("regressions", "expected", "tritone_only"):
+        total_row.append(str(sum(len(getattr(c, key)) for c in comparisons)))
+    total_row.append("")
     lines.append("| " + " | ".join(total_row) + " |")
     return "\n".join(lines)
 
@@ -444,6 +456,7 @@ def write_outputs(out: Path, comparisons: list[Comparison], meta: dict, list_reg
                 "runs": {side: asdict(run) for side, run in c.runs.items()},
                 "regressions": c.regressions,
                 "expected": c.expected,
+                "tritone_only": c.tritone_only,
             }
             for c in comparisons
         ],

@@ -179,6 +179,7 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     ]
     assert "tritone lacks feature 2" in regressions["unit/test_sample.py::test_upstream_only[2]"]
     assert list(sample["expected"]) == ["unit/test_sample.py::test_known"]
+    assert sample["tritone_only"] == ["unit/test_sample.py::test_tritone_only"]
     assert "no TTGIR" in sample["expected"]["unit/test_sample.py::test_known"]
     setup_error = sample["runs"]["tritone"]["tests"]["unit/test_sample.py::test_setup_error"]
     assert setup_error["status"] == "error" and "fixture broke" in setup_error["message"]
@@ -207,6 +208,7 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     ]
     table = (out / "conformance.md").read_text()
     assert "| unit/test_sample.py | 5 | 1 | 1 | 1 |" in table
+    assert "| 3 | 1 | 1 |  |" in table  # regressions, expected, tritone only, no note
     assert "| 2 | failed: AssertionError: tritone lacks feature N" in table
     assert "| 1 | failed: ValueError: name 'y' is not defined |" in table
     assert "unit/test_sample.py::test_upstream_only[1]\tfailed" in capsys.readouterr().out
