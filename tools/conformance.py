@@ -605,11 +605,6 @@ def main(argv: list[str] | None = None) -> int:
         by_path.setdefault(run.path, {})[run.side] = run
     comparisons = [compare(path, sides, known) for path, sides in by_path.items()]
 
-    print()
-    print(markdown_table(comparisons))
-    if args.list_regressions:
-        print()
-        print(regression_lines(comparisons), end="")
     meta = {
         "device": args.device, "keyword": args.keyword, "marker": args.marker, "python": args.python,
         "sides": {side: probes[side] for side in args.sides}, "known_differences": len(known),
@@ -618,6 +613,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         for path in write_outputs(args.out, comparisons, meta, args.list_regressions):
             print(f"wrote {path}")
+    elif args.list_regressions:
+        print()
+        print(regression_lines(comparisons), end="")
+    # the table and the summary come last: a device command returns the tail of its output
+    print()
+    print(markdown_table(comparisons))
+    categories = failure_categories(comparisons, limit=15)
+    if categories:
+        print()
+        print("regressions by message:")
+        for count, message in categories:
+            print(f"{count:6d}  {message}")
     return 1 if any(c.regressions for c in comparisons) else 0
 
 
