@@ -104,6 +104,9 @@ class Comparison:
     runs: dict[str, FileRun]
     regressions: dict[str, str]
     expected: dict[str, str]
+    # tests that pass under tritone and not upstream: worth a look, a test that
+    # expects an error passes wherever the error does not come
+    tritone_only: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- known differences
@@ -286,6 +289,7 @@ class RunSettings:
     device: str
     timeout: float
     keyword: str | None
+    marker: str | None
     workers: int
     extra_pytest_args: tuple[str, ...]
     scratch: Path
@@ -296,14 +300,18 @@ def run_test_file(rel_file: str, side: str, env: dict, settings: RunSettings, xd
     stem = f"{side}-{rel_file.replace('/', '_')}"
     log = settings.scratch / f"{stem}.jsonl"
     ini = settings.scratch / "pytest.ini"
+    # --tb=line: the log keeps only each failure's message, and formatting full
+    # tracebacks through test_core.py's 7,000 lines costs more than the failing tests
     command = [
         settings.python, "-m", "pytest", rel_file,
         "-c", str(ini), "--rootdir", str(settings.tests_dir), "--confcutdir", str(settings.tests_dir),
         "-p", "no:cacheprovider", "-p", "conformance_log", "--conformance-log", str(log),
-        "--device", settings.device, "-q", "--no-header", "-rN",
+        "--device", settings.device, "-q", "--no-header", "-rN", "--tb=line",
     ]
     if settings.keyword:
         command += ["-k", settings.keyword]
+    if settings.marker:
+        command += ["-m", settings.marker]
     if xdist and settings.workers > 1:
         command += ["-n", str(settings.workers)]
     command += list(settings.extra_pytest_args)
@@ -342,11 +350,17 @@ def run_tutorial(script: Path, side: str, env: dict, settings: RunSettings) -> F
 
 def compare(path: str, runs: dict[str, FileRun], known: list[KnownDifference]) -> Comparison:
     """Tests that pass upstream and do not pass under tritone (failed, error,
-    skipped or not run), split into regressions and known differences."""
+    skipped or not run), split into regressions and known differences; and the
+    tests that pass under tritone only."""
     regressions: dict[str, str] = {}
     expected: dict[str, str] = {}
+    tritone_only: list[str] = []
     upstream, tritone = runs.get("upstream"), runs.get("tritone")
     if upstream is not None and tritone is not None:
+        tritone_only = sorted(
+            test_id for test_id, result in tritone.tests.items()
+            if result.status == "passed" and upstream.tests.get(test_id, TestResult("missing")).status != "passed"
+        )
         for test_id, result in upstream.tests.items():
             if result.status != "passed":
                 continue
@@ -364,7 +378,7 @@ def compare(path: str, runs: dict[str, FileRun], known: list[KnownDifference]) -
                 regressions[test_id] = message
             else:
                 expected[test_id] = f"{reason} ({message})"
-    return Comparison(path, runs, regressions, expected)
+    return Comparison(path, runs, regressions, expected, tritone_only)
 
 
 def _cells(run: FileRun | None) -> list[str]:
@@ -376,11 +390,11 @@ def _cells(run: FileRun | None) -> list[str]:
 
 def markdown_table(comparisons: list[Comparison]) -> str:
     """One row per file: passed/failed/skipped/errors and wall seconds per side,
-    then regressions, expected differences and notes."""
+    then regressions, expected differences, tests passing under tritone only, notes."""
     header = ["file"]
     for side in SIDES:
         header += [f"{side} {status}" for status in STATUSES] + [f"{side} s"]
-    header += ["regressions", "expected", "notes"]
+    header += ["regressions", "expected", "tritone only", "notes"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     totals = Counter()
     for comparison in comparisons:
@@ -392,12 +406,15 @@ def markdown_table(comparisons: list[Comparison]) -> str:
             if run is not None:
                 for status, count in run.counts().items():
                     totals[side, status] += count
-        row += [str(len(comparison.regressions)), str(len(comparison.expected)), notes.replace("|", "/")]
+        row += [str(len(comparison.regressions)), str(len(comparison.expected)), str(len(comparison.tritone_only)),
+                notes.replace("|", "/")]
         lines.append("| " + " | ".join(row) + " |")
     total_row = ["**total**"]
     for side in SIDES:
         total_row += [str(totals[side, status]) for status in STATUSES] + [""]
-    total_row += [str(sum(len(c.regressions) for c in comparisons)), str(sum(len(c.expected) for c in comparisons)), ""]
+    for key in ("regressions", "expected", "tritone_only"):
+        total_row.append(str(sum(len(getattr(c, key)) for c in comparisons)))
+    total_row.append("")
     lines.append("| " + " | ".join(total_row) + " |")
     return "\n".join(lines)
 
@@ -411,7 +428,10 @@ def failure_categories(comparisons: list[Comparison], limit: int = 40) -> list[t
     counter = Counter()
     for comparison in comparisons:
         for message in comparison.regressions.values():
-            counter[_VOLATILE.sub("N", message)[:160]] += 1
+            if " ... " in message:  # "<status>: <Error>: at 3:8 in kernel k (file) ... what went wrong"
+                head, _, tail = message.partition(" ... ")
+                message = f"{head.split(' at ', 1)[0]} {tail}"
+            counter[_VOLATILE.sub("N", message)[:200]] += 1
     return [(count, message) for message, count in counter.most_common(limit)]
 
 
@@ -436,6 +456,7 @@ def write_outputs(out: Path, comparisons: list[Comparison], meta: dict, list_reg
                 "runs": {side: asdict(run) for side, run in c.runs.items()},
                 "regressions": c.regressions,
                 "expected": c.expected,
+                "tritone_only": c.tritone_only,
             }
             for c in comparisons
         ],
@@ -506,6 +527,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="passed to upstream's conftest; cpu also sets TRITON_INTERPRET=1")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression, passed through")
+    parser.add_argument("-m", dest="marker",
+                        help="pytest -m expression, passed through; default with --device cpu: 'interpreter',\n"
+                        "the mark upstream gives the tests its interpreter runs ('' for none)")
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds per file and side (default 540)")
     parser.add_argument("--jobs", type=int, default=1, help="files run at the same time (default 1)")
     parser.add_argument("-n", dest="workers", type=int, default=0,
@@ -526,6 +550,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pytest-arg", dest="pytest_args", action="append", default=[],
                         help="one extra pytest argument (repeatable)")
     args = parser.parse_args(argv)
+    if args.marker is None and args.device == "cpu":
+        args.marker = "interpreter"
     if args.sides is None:
         args.sides = ["tritone"] if args.upstream_from else list(SIDES)
     if args.upstream_from and "upstream" in args.sides:
@@ -549,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         (scratch / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         settings = RunSettings(
             tests_dir=(args.tests or args.tutorials).resolve(), python=args.python, device=args.device,
-            timeout=args.timeout, keyword=args.keyword, workers=args.workers,
+            timeout=args.timeout, keyword=args.keyword, marker=args.marker, workers=args.workers,
             extra_pytest_args=tuple(args.pytest_args), scratch=scratch,
         )
         jobs = [(rel, side) for rel in files for side in args.sides]
@@ -579,19 +605,26 @@ def main(argv: list[str] | None = None) -> int:
         by_path.setdefault(run.path, {})[run.side] = run
     comparisons = [compare(path, sides, known) for path, sides in by_path.items()]
 
-    print()
-    print(markdown_table(comparisons))
-    if args.list_regressions:
-        print()
-        print(regression_lines(comparisons), end="")
     meta = {
-        "device": args.device, "keyword": args.keyword, "python": args.python,
+        "device": args.device, "keyword": args.keyword, "marker": args.marker, "python": args.python,
         "sides": {side: probes[side] for side in args.sides}, "known_differences": len(known),
         "upstream_from": str(args.upstream_from) if args.upstream_from else None,
     }
     if args.out:
         for path in write_outputs(args.out, comparisons, meta, args.list_regressions):
             print(f"wrote {path}")
+    elif args.list_regressions:
+        print()
+        print(regression_lines(comparisons), end="")
+    # the table and the summary come last: a device command returns the tail of its output
+    print()
+    print(markdown_table(comparisons))
+    categories = failure_categories(comparisons, limit=15)
+    if categories:
+        print()
+        print("regressions by message:")
+        for count, message in categories:
+            print(f"{count:6d}  {message}")
     return 1 if any(c.regressions for c in comparisons) else 0
 
 

@@ -28,6 +28,9 @@ runner = _load_runner()
 CONFTEST = """
 import pytest
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "interpreter: runs in the interpreter")
+
 def pytest_addoption(parser):
     parser.addoption("--device", action="store", default="cuda")
 
@@ -44,6 +47,7 @@ import pytest
 import triton
 
 UNDER_TRITONE = getattr(triton, "__tritone_version__", None) is not None
+pytestmark = pytest.mark.interpreter
 
 def test_both(device):
     assert device == "cpu" and os.environ["TRITON_INTERPRET"] == "1"
@@ -75,6 +79,10 @@ def test_setup_error(broken):
 
 HANGING_FILE = """
 import time
+
+import pytest
+
+pytestmark = pytest.mark.interpreter
 
 def test_quick():
     pass
@@ -113,7 +121,10 @@ def folders(tmp_path, monkeypatch):
     (tests / "conftest.py").write_text(CONFTEST)
     (tests / "unit" / "test_sample.py").write_text(TEST_FILE)
     (tests / "unit" / "test_hanging.py").write_text(HANGING_FILE)
-    (tests / "unit" / "test_broken_import.py").write_text("import triton.nothing_here\n\ndef test_a():\n    pass\n")
+    (tests / "unit" / "test_unmarked.py").write_text("def test_not_for_the_interpreter():\n    pass\n")
+    (tests / "unit" / "test_broken_import.py").write_text(
+        "import pytest\nimport triton.nothing_here\n\npytestmark = pytest.mark.interpreter\n\ndef test_a():\n    pass\n"
+    )
     tutorials = tmp_path / "tutorials"
     tutorials.mkdir()
     (tutorials / "01-works.py").write_text("import triton\nprint('ok')\n")
@@ -142,7 +153,8 @@ def _common_args(folders, out):
 def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     out = tmp_path / "out"
     status = runner.main(
-        ["--tests", str(folders["tests"]), "--files", "unit/test_sample.py", "unit/test_broken_import.py",
+        ["--tests", str(folders["tests"]),
+         "--files", "unit/test_sample.py", "unit/test_broken_import.py", "unit/test_unmarked.py",
          "--tutorials", str(folders["tutorials"]), "--tutorial-names", "0*.py", "--list-regressions", "--jobs", "2"]
         + _common_args(folders, out)
     )
@@ -167,9 +179,14 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     ]
     assert "tritone lacks feature 2" in regressions["unit/test_sample.py::test_upstream_only[2]"]
     assert list(sample["expected"]) == ["unit/test_sample.py::test_known"]
+    assert sample["tritone_only"] == ["unit/test_sample.py::test_tritone_only"]
     assert "no TTGIR" in sample["expected"]["unit/test_sample.py::test_known"]
     setup_error = sample["runs"]["tritone"]["tests"]["unit/test_sample.py::test_setup_error"]
     assert setup_error["status"] == "error" and "fixture broke" in setup_error["message"]
+
+    # --device cpu runs what upstream marks `interpreter` unless -m says otherwise
+    assert files["unit/test_unmarked.py"]["runs"]["upstream"]["tests"] == {}
+    assert files["unit/test_unmarked.py"]["runs"]["tritone"]["tests"] == {}
 
     broken = files["unit/test_broken_import.py"]
     assert broken["runs"]["upstream"]["tests"]["unit/test_broken_import.py::test_a"]["status"] == "passed"
@@ -191,8 +208,14 @@ def test_table_regressions_and_expected_differences(folders, tmp_path, capsys):
     ]
     table = (out / "conformance.md").read_text()
     assert "| unit/test_sample.py | 5 | 1 | 1 | 1 |" in table
+    assert "| 3 | 1 | 1 |  |" in table  # regressions, expected, tritone only, no note
     assert "| 2 | failed: AssertionError: tritone lacks feature N" in table
-    assert "unit/test_sample.py::test_upstream_only[1]\tfailed" in capsys.readouterr().out
+    assert "| 1 | failed: ValueError: name 'y' is not defined |" in table
+    printed = capsys.readouterr().out
+    assert "\tfailed" not in printed  # with --out the regression list goes to its file only
+    table_at = printed.index("| unit/test_sample.py | 5 | 1 | 1 | 1 |")
+    assert printed.index("regressions by message:") > table_at
+    assert "     2  failed: AssertionError: tritone lacks feature N" in printed[table_at:]
 
 
 def test_timeout_keeps_the_results_before_the_hang(folders, tmp_path):
