@@ -438,8 +438,8 @@ def _make_inline_asm(launch: _Launch, op: Operation):
     before any program runs, naming the kernel and the source line."""
     loc = op.loc
     lines = [f"kernel {launch.kernel.name} calls tl.inline_asm_elementwise, whose inline assembly (PTX) runs "
-             "only on the GPU; the interpreter cannot execute it. Run the kernel on an NVIDIA GPU "
-             "(without TRITON_INTERPRET=1).",
+             "only on the GPU: the CPU interpreter cannot execute it (neither can upstream Triton's). Run the "
+             "kernel on an NVIDIA GPU, without TRITON_INTERPRET=1.",
              f"  at {loc.file}:{loc.line}"]
     text = launch._source_line(loc.file, loc.line)
     if text:
