@@ -13,6 +13,7 @@ import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.compiler.compiler import ASTSource
 from tritone.errors import CompilationError
+from tritone.passes.map_elementwise import MapElementwiseError
 
 ARCHS = (80, 90)
 
@@ -268,6 +269,42 @@ def test_the_interpreter_refuses_naming_the_kernel_and_line(monkeypatch):
     assert not y.any()
 
 
+@tritone.jit
+def byte_swap_positive(x):
+    if x > 0:
+        x = tl.inline_asm_elementwise("prmt.b32 $0, $1, 0, 0x0123;", "=r,r", [x], dtype=tl.int32, is_pure=True,
+                                      pack=1)
+    return x
+
+
+@tritone.jit
+def byte_swap_positive_with_effects(x):
+    if x > 0:
+        x = tl.inline_asm_elementwise("prmt.b32 $0, $1, 0, 0x0123;", "=r,r", [x], dtype=tl.int32, is_pure=False,
+                                      pack=1)
+    return x
+
+
+@tritone.jit
+def swap_mapped(X, Y, PURE: tl.constexpr, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    if PURE:
+        y = tl.map_elementwise(byte_swap_positive, x)
+    else:
+        y = tl.map_elementwise(byte_swap_positive_with_effects, x)
+    tl.store(Y + tl.arange(0, BLOCK), y)
+
+
+def test_map_elementwise_functions_may_use_pure_asm():
+    signature = {"X": "*i32", "Y": "*i32", "PURE": "constexpr", "BLOCK": "constexpr"}
+    kernel = compile_for(swap_mapped, signature, {"PURE": True, "BLOCK": 128}, 90)
+    assert re.search(r"prmt\.b32 %r\d+, %r\d+, 0, 0x0123;", kernel.asm["ptx"])
+    assert re.search(r"= inline_asm\(%\w+\) .* : \(<128xi32.*\) -> <128xi32", kernel.asm["ttir"])
+    # an asm with effects cannot run only for the elements that take the branch
+    with pytest.raises(MapElementwiseError, match="`inline_asm` under a condition that differs between elements"):
+        compile_for(swap_mapped, signature, {"PURE": False, "BLOCK": 128}, 90)
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 def _cuda(array):
@@ -317,6 +354,11 @@ def test_results_on_the_gpu_match_numpy():
     out = _cuda(rng.integers(1, 2**32, 64, dtype=np.uint32))
     small_block[(1,)](_cuda(a[:64]), out, PURE=True, BLOCK=64)
     np.testing.assert_equal(out.cpu().numpy(), a[:64] + np.uint32(1))
+
+    signed = rng.integers(-2**31, 2**31, 128, dtype=np.int32)
+    out = _cuda(rng.integers(1, 99, 128, dtype=np.int32))
+    swap_mapped[(1,)](_cuda(signed), out, PURE=True, BLOCK=128)
+    np.testing.assert_equal(out.cpu().numpy(), np.where(signed > 0, signed.byteswap(), signed))
 
     tids = _cuda(np.full(128, -1, dtype=np.int32))
     thread_ids[(1,)](tids, BLOCK=128)
