@@ -100,8 +100,6 @@ def bits_to_element(bits: str, shift: int, ty: dtype) -> str:
 
 def bits_to_register(bits: str, code: str) -> str:
     """An unsigned expression as the C++ type of a `code` register."""
-    if code == "r" and bits.startswith("(unsigned)") and " | " not in bits:
-        return bits
     if code == "f":
         return f"__uint_as_float((unsigned)({bits}))"
     if code == "d":
@@ -284,10 +282,11 @@ def emit_inline_asm(em: Emitter, op: Operation) -> None:
         out_list = ", ".join(
             f'"{"+" if i in tied else "=" + ("&" if constraints.early_clobber[i] else "")}{r.code}"({r.variable})'
             for i, r in enumerate(outputs))
-        in_list = ", ".join(f'"{r.code}"({r.variable})' for r in untied)
-        tail = f" : {', '.join(clobbers)}" if clobbers else ""
+        sections = [out_list, ", ".join(f'"{r.code}"({r.variable})' for r in untied), ", ".join(clobbers)]
+        while not sections[-1]:
+            sections.pop()
         keyword = "asm" if pure else "asm volatile"
-        em.line(f"{keyword}({text} : {out_list} : {in_list}{tail});")
+        em.line(f"{keyword}({' : '.join([text, *sections])});")
         for register in outputs:
             bits = register_to_bits(register.variable, register.code)
             width = element_bits(register.value.type)
