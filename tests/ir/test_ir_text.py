@@ -143,6 +143,9 @@ def build_kernel_module() -> Module:
     mb = Builder(mapped)
     mb.create("yield", [mapped.args[1], mapped.args[0]])
     b.create("map_elementwise", [x], [V16F], {"pack": 2}, [mapped])
+    # tl.inline_asm_elementwise: asm text with newlines, quotes and `$` operands, two results.
+    b.create("inline_asm", [x, offs], [V16I, V16F], {"asm": "mov.b32 $0, $3;\n\tmov.b32 $1, $2; // \"$$\"",
+                                                    "constraints": "=r,=r,r,r", "pure": False, "pack": 1})
     b.create("return")
     return module
 

@@ -433,6 +433,20 @@ def _make_special(launch: _Launch, op: Operation):
     return lambda: None
 
 
+def _make_inline_asm(launch: _Launch, op: Operation):
+    """Inline assembly is the GPU's own code: refused when the kernel is prepared,
+    before any program runs, naming the kernel and the source line."""
+    loc = op.loc
+    lines = [f"kernel {launch.kernel.name} calls tl.inline_asm_elementwise, whose inline assembly (PTX) runs "
+             "only on the GPU: the CPU interpreter cannot execute it (neither can upstream Triton's). Run the "
+             "kernel on an NVIDIA GPU, without TRITON_INTERPRET=1.",
+             f"  at {loc.file}:{loc.line}"]
+    text = launch._source_line(loc.file, loc.line)
+    if text:
+        lines.append("    " + text.strip())
+    raise InterpreterError("\n".join(lines))
+
+
 def _make_identity(launch: _Launch, op: Operation):
     return lambda x: x
 
@@ -456,4 +470,5 @@ _MAKERS: dict[str, Callable] = {
     "special": _make_special,
     "assume": _make_noop,
     "hint": _make_identity,
+    "inline_asm": _make_inline_asm,
 }

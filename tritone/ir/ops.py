@@ -157,6 +157,10 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE),
         # a scalar function applied to every element (lowered to block ops by passes/map_elementwise.py)
         OpSpec("map_elementwise", 1, None, "any", {"pack": _attr(_INT)}, (RegionSpec("body", "yield"),)),
+        # target assembly applied to `pack` elements at a time (tl.inline_asm_elementwise); the effect is
+        # the `pure` attribute's
+        OpSpec("inline_asm", 0, None, "any", {"asm": _attr(_STR), "constraints": _attr(_STR), "pure": _attr(_BOOL),
+                                              "pack": _attr(_INT)}, effect=WRITE),
         # reductions, scans, dots
         OpSpec("reduce", 1, None, "operands", {"axis": _attr(_INT)}, (RegionSpec("combine", "yield"),)),
         OpSpec("scan", 1, None, "operands", {"axis": _attr(_INT), "reverse": _attr(_BOOL)},
@@ -207,9 +211,12 @@ def op_spec(name: str) -> OpSpec:
 
 def effect_of(op: Operation) -> str | None:
     """The effect of `op` by itself (PURE, READ or WRITE; None for unknown ops):
-    its spec's, or for `special` its name's."""
+    its spec's, for `special` its name's, for `inline_asm` PURE when it says
+    it is pure (the user's promise) and WRITE otherwise."""
     if op.name == "special":
         return SPECIAL_EFFECTS.get(op.attrs.get("name"), WRITE)
+    if op.name == "inline_asm":
+        return PURE if op.attrs.get("pure") is True else WRITE
     spec = OP_SPECS.get(op.name)
     return None if spec is None else spec.effect
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
+from .inline_asm import check_constraints
 from .ops import BINARY_OPS, FLOAT_MATH_OPS, FLOAT_ONLY_BINARY_OPS, INT_ONLY_BINARY_OPS, OP_SPECS, YIELD_PARENTS
 from .printer import print_op
 from .types import block_type, dtype, int1, int32, int64, type_text
@@ -448,6 +449,23 @@ def _check_extern(op: Operation) -> None:
     _expect_one_layout("block operands and result", blocks)
 
 
+def _check_inline_asm(op: Operation) -> None:
+    operands, results = _types(op.operands), _types(op.results)
+    if not results:
+        _fail("inline_asm needs at least one result")
+    pack = op.attrs["pack"]
+    if pack < 1:
+        _fail(f"pack must be at least 1, got {pack}")
+    shapes = {_shape(t) for t in operands + results}
+    if len(shapes) > 1:
+        _fail(f"operands and results of different shapes {_fmt(operands)} -> {_fmt(results)}")
+    _expect_one_layout("operands and results", operands + results)
+    try:
+        check_constraints(op.attrs["constraints"], operands, results, pack)
+    except ValueError as error:
+        _fail(str(error))
+
+
 def _check_convert_layout(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
     if not x.is_block() or _layout(r) is None:
@@ -510,6 +528,7 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "assume": _check_scalar_condition,
     "assert": _check_assert,
     "extern": _check_extern,
+    "inline_asm": _check_inline_asm,
     "convert_layout": _check_convert_layout,
     "special": _check_special,
 }

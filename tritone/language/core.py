@@ -931,6 +931,29 @@ def map_elementwise(scalar_fn, *args, pack=1, _semantic=None):
                                      _unwrap_if_constexpr(pack))
 
 
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semantic=None):
+    """Run the target assembly `asm` (PTX on NVIDIA GPUs) on the elements of `args`
+    (tensors, broadcast together without type promotion), `pack` elements per
+    invocation. `constraints` is an LLVM constraint string, outputs first
+    (`"=r,=r,r,l"`); the asm names its operands `$0, $1, ...` in that order.
+    Elements narrower than 32 bits share 32-bit registers (`min(32 // bits, pack)`
+    per register, the first in the lowest bits). `dtype` is one dtype (one
+    result tensor) or a tuple of them (a tuple of tensors). With `is_pure` the
+    compiler may merge or drop the asm like arithmetic; otherwise it runs as
+    written, once per invocation. The CPU interpreter cannot run it."""
+    dtypes = _unwrap_if_constexpr(dtype)
+    single = not isinstance(dtypes, (tuple, builtins.tuple, list))
+    dtypes = [dtypes] if single else [_unwrap_if_constexpr(d) for d in dtypes]
+    if isinstance(args, (tuple, builtins.tuple, list)):
+        args = [_unwrap_if_constexpr(a) for a in args]
+    else:
+        raise TypeError(f"args must be a list of tensors, got {type(args).__name__}")
+    results = _semantic.inline_asm(_unwrap_if_constexpr(asm), _unwrap_if_constexpr(constraints), args, dtypes,
+                                   _unwrap_if_constexpr(is_pure), _unwrap_if_constexpr(pack))
+    return results[0] if single else tuple(results)
+
+
 # ---------------------------------------------------------------------------
 # Reductions and scans
 # ---------------------------------------------------------------------------

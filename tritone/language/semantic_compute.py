@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ..backends.compiler import DOT_INPUT_PRECISIONS
 from ..ir.core import Region
+from ..ir.inline_asm import check_constraints
 from ..ir.types import block_type, dtype, type_text
 from . import core as tl
 from .core import dtype_name, tensor
@@ -227,6 +228,34 @@ class ComputeSemantic:
                                  [region])
         outputs = [tensor(value, ty) for value, ty in zip(op.results, result_types)]
         return outputs[0] if single and len(outputs) == 1 else tl.tuple(outputs)
+
+    # -- inline_asm_elementwise -----------------------------------------------------------
+    def inline_asm(self, asm: str, constraints: str, args: Sequence, dtypes: Sequence[dtype], is_pure: bool,
+                   pack: int) -> list[tensor]:
+        """An `inline_asm` op running `asm` on `pack` elements at a time of `args`
+        (broadcast to one shape; no type promotion), with one result of each of
+        `dtypes` in that shape. The constraint string must name exactly the
+        registers the arguments and results take (tritone/ir/inline_asm.py)."""
+        if not isinstance(asm, str):
+            raise TypeError(f"asm must be a string, got {type(asm).__name__}")
+        if not isinstance(constraints, str):
+            raise TypeError(f"constraints must be a string, got {type(constraints).__name__}")
+        if not isinstance(is_pure, bool):
+            raise TypeError(f"is_pure must be a bool, got {is_pure!r}")
+        if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1:
+            raise ValueError(f"pack must be a positive int, got {pack!r}")
+        if not dtypes:
+            raise ValueError("inline_asm_elementwise needs at least one result dtype")
+        for ty in dtypes:
+            if not isinstance(ty, dtype):
+                raise TypeError(f"dtype must be a triton dtype or a tuple of them, got {ty!r}")
+        inputs = list(self.broadcast_tensors(*[self.to_tensor(a) for a in args]))
+        shape = inputs[0].type.shape if inputs and inputs[0].type.is_block() else None
+        result_types = [block_type(ty, shape) if shape else ty for ty in dtypes]
+        check_constraints(constraints, [t.type for t in inputs], result_types, pack)
+        op = self.builder.create("inline_asm", [t.handle for t in inputs], result_types,
+                                 {"asm": asm, "constraints": constraints, "pure": is_pure, "pack": pack})
+        return [tensor(value, ty) for value, ty in zip(op.results, result_types)]
 
     # -- math -------------------------------------------------------------------------
     def math_unary(self, op: str, x: tensor, allowed: Sequence[str]) -> tensor:

@@ -225,7 +225,9 @@ class _Vectorizer:
         effect = effect_of(op)
         if (not varying and effect == PURE) or (not operands and op.name in _ELEMENT_FREE):
             new = self.create(op.name, operands, [r.type for r in op.results], dict(op.attrs), source=op)
-        elif op.name in _ELEMENTWISE:
+        elif op.name in _ELEMENTWISE or (op.name == "inline_asm" and (effect == PURE or mask is None)):
+            # inline asm runs for every element: harmless when pure, and what is asked when no
+            # condition singles elements out
             new = self.create(op.name, [self.block(v) for v in operands],
                               [self.block_type(r.type) for r in op.results], dict(op.attrs), source=op)
         elif op.name in ("hint", "assume"):
@@ -257,7 +259,7 @@ class _Vectorizer:
             return self.create(name, [condition], [], dict(op.attrs), source=op)
         if name in ("atomic_cas", "print") and mask is None:
             return self.create(name, blocks, results, dict(op.attrs), source=op)
-        if name in ("atomic_cas", "print"):
+        if name in ("atomic_cas", "print", "inline_asm"):
             raise _fail(op, f"`{name}` under a condition that differs between elements is not supported")
         raise _fail(op, f"`{name}` is not supported inside map_elementwise")
 

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     codegen_debug,
     codegen_elementwise,
     codegen_gather,
+    codegen_inline_asm,
     codegen_layout,
     codegen_memory,
     codegen_reduce,

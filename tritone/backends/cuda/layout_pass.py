@@ -50,11 +50,12 @@ from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledShar
 
 # Ops whose block operands and results all share one layout.
 ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
-    "fma", "cmp", "select", "addptr", "abs", "extern", "cast", "bitcast", "hint"}
+    "fma", "cmp", "select", "addptr", "abs", "extern", "cast", "bitcast", "hint", "inline_asm"}
 MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
 # Ops that are cheap to compute again in another layout instead of converting.
 _CHEAP_SOURCES = frozenset({"constant", "arange", "splat", "broadcast", "expand_dims"})
-_REMAT_OPS = ELEMENTWISE_OPS | _CHEAP_SOURCES
+# Inline assembly is neither known to be cheap nor, unless pure, free to run twice.
+_REMAT_OPS = (ELEMENTWISE_OPS - {"inline_asm"}) | _CHEAP_SOURCES
 _REMAT_LIMIT = 32
 # Ops whose results may be shared tiles (dot/shared.py).
 _SHARED_TILE_OPS = ("local_alloc", "local_buffer", "local_index", "permute")
