@@ -128,12 +128,13 @@ def vector_width(em: Emitter, ptr: Value, mask: Value | None, max_bytes: int = 1
     return max(1, vec)
 
 
-def _cache_qualifiers(em: Emitter, op: Operation, store: bool) -> tuple[str, str]:
-    """(qualifiers after `ld.global`/`st.global`, policy setup) for the op's hints."""
+def _cache_qualifiers(em: Emitter, op: Operation) -> tuple[str, str]:
+    """(qualifiers after `ld.global`/`st.global`, policy setup) for the op's hints:
+    the cache operator as given (the language admits .ca/.cg/.cv on loads and
+    .wb/.cg/.cs/.wt on stores, all PTX 2.0), or, where an eviction priority is
+    asked for on sm_70+, that instead (PTX has no form with both)."""
     evict = op.attrs.get("evict") or ""
     cache = op.attrs.get("cache") or ""
-    if store and cache not in ("", ".cg"):
-        cache = ""  # .ca/.cv are load-only operators
     if evict and em.target >= 70:
         qualifiers = f".L1::{evict}"
         if evict in ("evict_first", "evict_last") and em.target >= 80:
@@ -191,7 +192,7 @@ def emit_load(em: Emitter, op: Operation) -> None:
     other = op.operands[2] if len(op.operands) > 2 else None
     result = op.results[0]
     elem_bytes = result.type.scalar.itemsize
-    qualifiers, policy = _cache_qualifiers(em, op, store=False)
+    qualifiers, policy = _cache_qualifiers(em, op)
     initial = (lambda i: em.reg(other, i)) if other is not None else (lambda i: zero_value(result))
     if not result.type.is_block():
         name = em.define_scalar(result, initial(0))
@@ -233,7 +234,7 @@ def emit_store(em: Emitter, op: Operation) -> None:
     ptr, value = op.operands[:2]
     mask = op.operands[2] if len(op.operands) > 2 else None
     elem_bytes = value.type.scalar.itemsize
-    qualifiers, policy = _cache_qualifiers(em, op, store=True)
+    qualifiers, policy = _cache_qualifiers(em, op)
     if not ptr.type.is_block():
         guard = _and(em.name(mask) if mask else None, "threadIdx.x == 0")
         _store_access(em, em.name(value), None, elem_bytes, em.name(ptr), guard, qualifiers, policy)
