@@ -105,7 +105,7 @@ class KernelOptions:
         from .. import knobs
 
         given = {key: value for key, value in values.items() if key in cls.FIELD_NAMES and value is not None}
-        given.setdefault("enable_fp_fusion", knobs.compilation.default_fp_fusion)
+        given.setdefault("enable_fp_fusion", knobs.language.default_fp_fusion)
         given.setdefault("default_dot_input_precision", knobs.language.fp32_default or "tf32")
         given["debug"] = bool(given.get("debug", debug_default)) or knobs.compilation.debug
         return cls(**given)
