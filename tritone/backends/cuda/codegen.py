@@ -3,6 +3,8 @@ functions (combine functions, libdevice prototypes) and the kernel
 
     extern "C" __global__ void __launch_bounds__(32 * num_warps) <name>(<params>)
 
+(`__maxnreg__(maxnreg)` in place of the launch bounds when that option is set)
+
 whose parameters are the kernel function's arguments in order (pointers as
 `T*`, scalars by value). Its dynamic shared memory is `tt_smem`, of the size
 `smem.py` planned (the launcher passes it).
@@ -65,7 +67,18 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     # and 12% slower than with the 235 it takes then); its speed comes from the
     # independent work inside each warp, not from more blocks.
     bounds = f"{threads}, 1" if any(op.name == "dot" for op in fn.walk()) else str(threads)
-    kernel = [f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{']
+    kernel = []
+    if options.maxnreg is None:
+        kernel.append(f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{')
+    else:
+        # `__maxnreg__` (NVRTC 12.4+, not combinable with `__launch_bounds__`) puts
+        # `.maxnreg` on the entry in the PTX, as Triton does; older NVRTCs keep
+        # the launch bounds and the `--maxrregcount` the runtime passes.
+        kernel += ["#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4)",
+                   f'extern "C" __global__ void __maxnreg__({int(options.maxnreg)}) {name}({signature}) {{',
+                   "#else",
+                   f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{',
+                   "#endif"]
     if em.uses_scratch:
         kernel.append("  extern __shared__ __align__(16) unsigned char tt_smem[];")
     kernel.append("  const int tt_lane = threadIdx.x & 31;")

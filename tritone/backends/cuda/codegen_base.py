@@ -61,6 +61,7 @@ class CodegenOptions:
     num_warps: int = 4
     enable_fp_fusion: bool = True
     debug: bool = False
+    maxnreg: int | None = None
 
 
 def bits_expr(bases: list[int], var: str) -> str:
