@@ -41,7 +41,8 @@ class KernelOptions:
     The field names are those of Triton's `CUDAOptions`, so every option Triton
     accepts is accepted. Some are kept without changing what tritone generates:
     `ptx_version`, `ptx_options` (NVRTC compiles C++, not PTX with ptxas
-    options), `ir_override`, `enable_reflect_ftz` (libdevice is linked by NVRTC),
+    options), `ir_override`, `enable_reflect_ftz` (only fp32 `exp2` follows it:
+    `ex2.approx` with or without `.ftz`; the libdevice NVRTC links stays non-FTZ),
     `extern_libs` (kept as a tuple of (name, path) pairs; libdevice is NVRTC's),
     `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
     reported to callers such as TorchInductor), `backend_name`, `arch` (the

@@ -35,20 +35,42 @@ from .prelude import prelude
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# Functions NVRTC declares `extern "C"` in every translation unit (the CUDA math
+# API, float and double, and the device runtime's C functions): an `extern "C"`
+# kernel of the same name does not compile ("more than one instance of
+# overloaded function has C linkage"), so such a kernel gets another entry name.
+_MATH_NAMES = (
+    "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh cospi cyl_bessel_i0 cyl_bessel_i1 erf "
+    "erfc erfcinv erfcx erfinv exp exp10 exp2 expm1 fabs fdim floor fma fmax fmin fmod frexp hypot ilogb ldexp "
+    "lgamma llrint llround log log10 log1p log2 logb lrint lround modf nan nearbyint nextafter norm norm3d norm4d "
+    "normcdf normcdfinv pow rcbrt remainder remquo rhypot rint rnorm rnorm3d rnorm4d round rsqrt scalbln scalbn "
+    "sin sincos sincospi sinh sinpi sqrt tan tanh tgamma trunc y0 y1 yn j0 j1 jn").split()
+_C_LINKAGE_NAMES = frozenset(
+    _MATH_NAMES + [f"{n}f" for n in _MATH_NAMES]
+    + "abs labs llabs min max umin umax llmin llmax ullmin ullmax printf vprintf malloc free memcpy memset "
+      "clock clock64 __assertfail __assert_fail".split())
+
+
+def entry_name(kernel_name: str) -> str:
+    """The name of the kernel's `extern "C"` entry: the kernel's own, unless that
+    is a C function NVRTC already declares (`exp2`), then with `_kernel` added."""
+    return f"{kernel_name}_kernel" if kernel_name in _C_LINKAGE_NAMES else kernel_name
+
+
 def _param_name(index: int, hint: str | None) -> str:
     hint = re.sub(r"[^A-Za-z0-9_]", "_", hint or "")
     return f"arg{index}_{hint}" if hint else f"arg{index}"
 
 
 def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tuple[str, str, dict]:
-    """(CUDA source, kernel name, metadata) for the kernel of `module`, whose
+    """(CUDA source, entry name (`entry_name`), metadata) for the kernel of `module`, whose
     block values all have layouts. Metadata: `name`, `num_warps`, `threads`,
     `shared` (dynamic shared memory bytes), `target`, `params` (one
     `(name, C type, bytes)` per kernel argument, in order)."""
     fn = module.kernel
-    name = fn.name
-    if not _IDENTIFIER.match(name):
-        raise CodegenError(f"kernel name {name!r} is not a C identifier")
+    if not _IDENTIFIER.match(fn.name):
+        raise CodegenError(f"kernel name {fn.name!r} is not a C identifier")
+    name = entry_name(fn.name)
     shared = int(module.attrs.get("shared", 0))
     em = Emitter(fn, target, options, shared)
     params = []
@@ -87,6 +109,6 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     kernel += em.lines
     kernel.append("}")
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
-    metadata = {"name": name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
+    metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
     return source, name, metadata

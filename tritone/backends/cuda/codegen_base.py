@@ -62,6 +62,7 @@ class CodegenOptions:
     enable_fp_fusion: bool = True
     debug: bool = False
     maxnreg: int | None = None
+    enable_reflect_ftz: bool = True
 
 
 def bits_expr(bases: list[int], var: str) -> str:

@@ -1,0 +1,84 @@
+"""Compile options as they show in the PTX tritone compiles (NVRTC, no GPU):
+fp fusion from the option and from `knobs.language.default_fp_fusion`,
+`maxnreg` as `.maxnreg` on the entry only, `enable_reflect_ftz` on fp32 `exp2`,
+and kernels named like a CUDA math function."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tritone as triton
+import tritone.language as tl
+from tritone import knobs
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.codegen import entry_name
+from tritone.compiler import ASTSource
+
+
+def _compile(fn, signature, arch=90, **options):
+    compiled = triton.compile(ASTSource(fn, signature=signature), target=GPUTarget("cuda", arch, 32),
+                              options=options or None)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+    return compiled
+
+
+@triton.jit
+def _mul_add(data):
+    ptrs = data + tl.arange(0, 128)
+    tl.store(ptrs, tl.load(ptrs) * 1.5 + 1.0)
+
+
+_FMA = re.compile(r"\b(mad|fma)\.r[nzmp]\.(ftz\.)?f32")
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_fp_fusion_follows_the_option_and_the_language_knob(fusion):
+    assert bool(_FMA.search(_compile(_mul_add, {"data": "*fp32"}, enable_fp_fusion=fusion).asm["ptx"])) == fusion
+    knobs.language.default_fp_fusion = fusion
+    try:
+        assert bool(_FMA.search(_compile(_mul_add, {"data": "*fp32"}).asm["ptx"])) == fusion
+    finally:
+        del knobs.language.default_fp_fusion
+
+
+@triton.jit(noinline=True)
+def _store_one(X):
+    tl.store(X, 1)
+
+
+@triton.jit
+def _calls_a_function(X):
+    _store_one(X)
+    tl.store(X, 0)
+
+
+@pytest.mark.parametrize("arch", [61, 90])
+def test_maxnreg_marks_the_entry_and_not_the_functions(arch):
+    ptx = _compile(_calls_a_function, {"X": "*i32"}, arch, maxnreg=40).asm["ptx"]
+    assert re.search(r"\.visible \.entry [^{;]*\.maxnreg 40", ptx)
+    assert not re.search(r"\.func [^{;]*\.maxnreg", ptx)
+    plain = _compile(_calls_a_function, {"X": "*i32"}, arch).asm["ptx"]
+    assert ".maxnreg" not in plain and ".maxntid 128" in plain
+
+
+@triton.jit
+def exp2(data):
+    ptrs = data + tl.arange(0, 128)
+    tl.store(ptrs, tl.math.exp2(tl.load(ptrs)))
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_reflect_ftz_picks_the_exp2_flavour(ftz):
+    compiled = _compile(exp2, {"data": "*fp32"}, enable_reflect_ftz=ftz)
+    ex2 = set(re.findall(r"\bex2\.approx[\w.]*", compiled.asm["ptx"]))
+    assert ex2 == {"ex2.approx.ftz.f32" if ftz else "ex2.approx.f32"}
+
+
+def test_a_kernel_named_like_a_math_function_gets_its_own_entry():
+    compiled = _compile(exp2, {"data": "*fp32"})
+    assert compiled.metadata.name == "exp2"
+    assert compiled.metadata.entry == "exp2_kernel"
+    assert ".entry exp2_kernel(" in compiled.asm["ptx"]
+    assert entry_name("my_kernel") == "my_kernel" and entry_name("sinf") == "sinf_kernel"
