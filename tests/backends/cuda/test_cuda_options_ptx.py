@@ -1,18 +1,20 @@
 """Compile options as they show in the PTX tritone compiles (NVRTC, no GPU):
 fp fusion from the option and from `knobs.language.default_fp_fusion`,
 `maxnreg` as `.maxnreg` on the entry only, `enable_reflect_ftz` on fp32 `exp2`,
-and kernels named like a CUDA math function."""
+kernels named like a CUDA math function; and the option checks Triton makes
+(`num_warps` a power of two, clusters only from sm_90)."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+import torch
 
 import tritone as triton
 import tritone.language as tl
 from tritone import knobs
-from tritone.backends.compiler import GPUTarget
+from tritone.backends.compiler import GPUTarget, make_backend
 from tritone.backends.cuda.codegen import entry_name
 from tritone.compiler import ASTSource
 
@@ -82,3 +84,34 @@ def test_a_kernel_named_like_a_math_function_gets_its_own_entry():
     assert compiled.metadata.entry == "exp2_kernel"
     assert ".entry exp2_kernel(" in compiled.asm["ptx"]
     assert entry_name("my_kernel") == "my_kernel" and entry_name("sinf") == "sinf_kernel"
+
+
+# -- option checks Triton makes ------------------------------------------------------------------
+
+@triton.jit
+def _empty(src):
+    pass
+
+
+@pytest.mark.parametrize("num_warps", [3, 6, 0])
+def test_num_warps_not_a_power_of_two_fails_as_value_and_assertion_error(num_warps):
+    src = torch.empty(1)
+    for expected in (ValueError, AssertionError):
+        with pytest.raises(expected, match="num_warps must be a power of 2"):
+            _empty.warmup(src, grid=(1,), num_warps=num_warps)
+
+
+@pytest.mark.parametrize("arch", ["sm80", "sm_86", 75])
+def test_clusters_before_hopper_are_refused(arch):
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        _empty.warmup(torch.empty(1), grid=(1,), num_ctas=2, arch=arch)
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+"):
+        make_backend(GPUTarget("cuda", 80, 32)).parse_options({"num_ctas": 4})
+    with pytest.raises(ValueError, match="sm_80"):
+        _compile(_empty, {"src": "*fp32"}, 80, num_ctas=2)
+
+
+def test_clusters_on_hopper_and_one_cta_anywhere_are_fine():
+    _empty.warmup(torch.empty(1), grid=(1,), num_ctas=2, arch="sm90")
+    _empty.warmup(torch.empty(1), grid=(1,), num_ctas=1, arch="sm80")
+    assert make_backend(GPUTarget("cuda", 90, 32)).parse_options({"num_ctas": 2}).num_ctas == 2
