@@ -179,3 +179,46 @@ def test_an_unknown_sem_is_named():
         _rmw_everything[(1,)](*([torch.zeros(1, dtype=torch.int32)] * 8),
                               torch.zeros(1), torch.zeros(1), torch.zeros(1, dtype=torch.int32),
                               SEM="seq_cst", SCOPE="gpu")
+
+
+# -- hints given as statements -------------------------------------------------------------------
+
+@triton.jit
+def _shifted_copy(dst, src, off, N, BLOCK: tl.constexpr, HINT: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offsets = offsets + tl.load(off)
+    if HINT:
+        tl.max_contiguous(tl.multiple_of(offsets, BLOCK), BLOCK)  # result dropped: hints `offsets` itself
+    x = tl.load(src + offsets, mask=offsets < N)
+    tl.store(dst + offsets, x, mask=offsets < N)
+
+
+_ALIGNED = [["tt.divisibility", 16]]
+
+
+@pytest.mark.parametrize("hint", [False, True])
+def test_a_dropped_hint_still_vectorizes_later_uses(hint):
+    src = ASTSource(_shifted_copy, signature={"dst": "*fp32", "src": "*fp32", "off": "*i32", "N": "i32"},
+                    constexprs={"BLOCK": 1024, "HINT": hint}, attrs={(i,): _ALIGNED for i in range(4)})
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    loads = set(re.findall(r"\bld\.global[\w:.]*", ptx))
+    assert ("ld.global.v4.b32" in loads) == hint, loads
+
+
+@triton.jit
+def _hint_in_a_loop(dst, src, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for _ in range(n):
+        tl.multiple_of(offsets, BLOCK)  # made inside the loop on a value from before it
+        acc += tl.load(src + offsets)
+    tl.store(dst + offsets, acc)
+
+
+def test_a_hint_inside_a_loop_leaves_the_outer_value_usable_after_it():
+    src = torch.from_numpy(RNG.standard_normal(64).astype(np.float32))
+    dst = torch.empty(64)
+    _hint_in_a_loop[(1,)](dst, src, 3, BLOCK=64)
+    torch.testing.assert_close(dst, src * 3, rtol=1e-6, atol=1e-6)
+    ptx = _ptx(_hint_in_a_loop, {"dst": "*fp32", "src": "*fp32", "n": "i32"}, {"BLOCK": 64}, 90)
+    assert "st.global" in ptx
