@@ -265,7 +265,7 @@ def _sem_scope(em: Emitter, op: Operation) -> tuple[str, str, str, str]:
     return "", f".{scope}", before, after
 
 
-# ptxas takes atom's qualifiers in any order; these are the orders Triton's
+# ptxas takes these three orders of atom's qualifiers (the tests assemble each); they are Triton's
 # PTX shows (and tools grep for): `atom.global.gpu.acq_rel.add.f32` for a
 # read-modify-write, `atom.global.acq_rel.gpu.cas.b32` for compare-and-swap,
 # and the manual's `atom.acq_rel.gpu.global.cas.b32` for the CAS loop that
