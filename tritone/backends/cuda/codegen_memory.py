@@ -265,8 +265,8 @@ def _sem_scope(em: Emitter, op: Operation) -> tuple[str, str, str, str]:
     return "", f".{scope}", before, after
 
 
-# ptxas takes these three orders of atom's qualifiers (the tests assemble each); they are Triton's
-# PTX shows (and tools grep for): `atom.global.gpu.acq_rel.add.f32` for a
+# ptxas takes these three orders of atom's qualifiers (the tests assemble each), the
+# ones Triton's PTX shows (and tools grep for): `atom.global.gpu.acq_rel.add.f32` for a
 # read-modify-write, `atom.global.acq_rel.gpu.cas.b32` for compare-and-swap,
 # and the manual's `atom.acq_rel.gpu.global.cas.b32` for the CAS loop that
 # stands in for a missing 16-bit float add (LLVM's spelling of that loop).
