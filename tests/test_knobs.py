@@ -42,7 +42,7 @@ def test_defaults_and_values(monkeypatch):
     for name in ("TRITON_DEFAULT_FP_FUSION", "TRITON_F32_DEFAULT", "TRITON_CACHE_DIR", "TRITONE_DUMP_IR",
                  "TRITON_DEBUG", "TRITONE_NVRTC_PATH", "TRITONE_LIBCUDA_PATH", "TRITONE_TARGET"):
         monkeypatch.delenv(name, raising=False)
-    assert knobs.compilation.default_fp_fusion is True
+    assert knobs.language.default_fp_fusion is True
     assert knobs.language.fp32_default is None
     assert knobs.cache.dir is None
     assert knobs.compilation.dump_ir is False and knobs.compilation.debug is False
@@ -53,7 +53,7 @@ def test_defaults_and_values(monkeypatch):
     monkeypatch.setenv("TRITONE_TARGET", "sm_80")
     monkeypatch.setenv("TRITONE_NVRTC_PATH", "/opt/nvrtc.so")
     monkeypatch.setenv("TRITONE_LIBCUDA_PATH", "/opt/libcuda.so.1")
-    assert knobs.compilation.default_fp_fusion is False
+    assert knobs.language.default_fp_fusion is False
     assert knobs.language.fp32_default == "ieee"
     assert knobs.cache.dir == "/tmp/cache"
     assert knobs.nvidia.target == "sm_80"

@@ -164,8 +164,6 @@ class CompilationKnobs(_Group):
     """Show compile errors with tritone's internal frames: the whole Python traceback,
     the chain of underlying exceptions and the call sites inside tritone's own
     `@jit` library functions. Off, a compile error shows only the user's kernel lines."""
-    default_fp_fusion = _env_bool("TRITON_DEFAULT_FP_FUSION", default=True)
-    """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma)."""
     allow_non_constexpr_globals = _env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
     """Let kernels read plain (non-constexpr) global values, baked in at compile time."""
     disable_line_info = _env_bool("TRITON_DISABLE_LINE_INFO")
@@ -176,6 +174,9 @@ class CompilationKnobs(_Group):
 class LanguageKnobs(_Group):
     fp32_default = _EnvKnob("TRITON_F32_DEFAULT", default=None, parse=_parse_fp32_default)
     """Default `input_precision` of `tl.dot` on fp32 operands: None (tf32), "tf32", "tf32x3", "ieee"."""
+    default_fp_fusion = _env_bool("TRITON_DEFAULT_FP_FUSION", default=True)
+    """Default of the `enable_fp_fusion` launch option (a*b+c may become one fma); Triton
+    keeps it in `knobs.language`."""
 
 
 class CacheKnobs(_Group):

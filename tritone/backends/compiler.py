@@ -33,6 +33,27 @@ DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 SUPPORTED_FP8_DTYPES = ("fp8e4nv", "fp8e5")
 
 
+class InvalidOptionError(ValueError, AssertionError):
+    """A compile option with a value it cannot take. A ValueError, and an
+    AssertionError too because Triton checks some options with `assert`
+    (`num_warps`), so callers written for either catch it."""
+
+
+def _capability(arch: Any) -> int | None:
+    """The compute capability an `arch` option names ("sm80", "sm_90a", 80), or
+    None where it names none."""
+    text = str(arch).lower().removeprefix("sm").lstrip("_").rstrip("af")
+    return int(text) if text.isdigit() else None
+
+
+def check_ctas_for(options: KernelOptions, capability: int) -> None:
+    """Raise ValueError where `options` asks for clusters (num_ctas > 1) on a GPU
+    older than Hopper, as Triton's CUDA backend does."""
+    if options.num_ctas > 1 and capability < 90:
+        raise InvalidOptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper): num_ctas={options.num_ctas} "
+                                 f"was asked for sm_{capability}; use num_ctas=1 or an SM90+ target")
+
+
 @dataclass(frozen=True)
 class KernelOptions:
     """The options a kernel is compiled with; every field may be given as a
@@ -41,7 +62,8 @@ class KernelOptions:
     The field names are those of Triton's `CUDAOptions`, so every option Triton
     accepts is accepted. Some are kept without changing what tritone generates:
     `ptx_version`, `ptx_options` (NVRTC compiles C++, not PTX with ptxas
-    options), `ir_override`, `enable_reflect_ftz` (libdevice is linked by NVRTC),
+    options), `ir_override`, `enable_reflect_ftz` (only fp32 `exp2` follows it:
+    `ex2.approx` with or without `.ftz`; the libdevice NVRTC links stays non-FTZ),
     `extern_libs` (kept as a tuple of (name, path) pairs; libdevice is NVRTC's),
     `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
     reported to callers such as TorchInductor), `backend_name`, `arch` (the
@@ -82,19 +104,23 @@ class KernelOptions:
         for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.warp_size != 32:
-            raise ValueError(f"warp_size must be 32 (NVIDIA warps), got {self.warp_size!r}")
+            raise InvalidOptionError(f"warp_size must be 32 (NVIDIA warps), got {self.warp_size!r}")
         unknown = [p for p in self.allowed_dot_input_precisions if p not in DOT_INPUT_PRECISIONS]
         if unknown:
-            raise ValueError(f"allowed_dot_input_precisions must be among {DOT_INPUT_PRECISIONS}, got {unknown}")
+            raise InvalidOptionError(f"allowed_dot_input_precisions must be among {DOT_INPUT_PRECISIONS}, "
+                                     f"got {unknown}")
         warps = self.num_warps
         if not isinstance(warps, int) or warps < 1 or warps & (warps - 1):
-            raise ValueError(f"num_warps must be a power of 2, got {warps!r}")
+            raise InvalidOptionError(f"num_warps must be a power of 2, got {warps!r}")
         if not isinstance(self.num_ctas, int) or self.num_ctas < 1:
-            raise ValueError(f"num_ctas must be a positive integer, got {self.num_ctas!r}")
+            raise InvalidOptionError(f"num_ctas must be a positive integer, got {self.num_ctas!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 0:
-            raise ValueError(f"num_stages must be a non-negative integer, got {self.num_stages!r}")
+            raise InvalidOptionError(f"num_stages must be a non-negative integer, got {self.num_stages!r}")
+        capability = _capability(self.arch) if self.arch is not None else None
+        if capability is not None:
+            check_ctas_for(self, capability)
         if self.default_dot_input_precision not in DOT_INPUT_PRECISIONS:
-            raise ValueError(f"default_dot_input_precision must be one of {DOT_INPUT_PRECISIONS}, "
+            raise InvalidOptionError(f"default_dot_input_precision must be one of {DOT_INPUT_PRECISIONS}, "
                              f"got {self.default_dot_input_precision!r}")
 
     @classmethod
@@ -105,7 +131,7 @@ class KernelOptions:
         from .. import knobs
 
         given = {key: value for key, value in values.items() if key in cls.FIELD_NAMES and value is not None}
-        given.setdefault("enable_fp_fusion", knobs.compilation.default_fp_fusion)
+        given.setdefault("enable_fp_fusion", knobs.language.default_fp_fusion)
         given.setdefault("default_dot_input_precision", knobs.language.fp32_default or "tf32")
         given["debug"] = bool(given.get("debug", debug_default)) or knobs.compilation.debug
         return cls(**given)

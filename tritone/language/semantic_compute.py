@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backends.compiler import DOT_INPUT_PRECISIONS
-from ..ir.core import Region
+from ..ir.core import Operation, Region
 from ..ir.inline_asm import check_constraints
 from ..ir.types import block_type, dtype, type_text
 from . import core as tl
@@ -309,11 +309,23 @@ class ComputeSemantic:
 
     # -- hints --------------------------------------------------------------------------
     def hint(self, kind: str, x: tensor, values: Sequence[int]) -> tensor:
-        """A `hint` op (multiple_of / max_contiguous / max_constancy) carrying one value per dim."""
+        """A `hint` op (multiple_of / max_contiguous / max_constancy) carrying one value per dim.
+
+        Triton puts the hint on the op defining `x`, so it holds for every later
+        use of `x`, even when the hinted result is dropped
+        (`tl.multiple_of(offsets, 16)` as a statement). Where the hint is made in
+        the region that defines `x`, `x` itself is therefore made to stand for
+        the hinted value from here on (and is returned); elsewhere (a hint inside
+        a loop on a value from before it) a later use outside could not see a
+        value defined in the loop, so only the result carries the hint."""
         rank = max(1, len(x.type.shape)) if kind == "multiple_of" else len(x.type.shape)
         if rank != len(values):
             raise ValueError(f"Shape of input to {kind} does not match the length of values")
-        return self.create("hint", [x], x.type, kind=kind, values=tuple(int(v) for v in values))
+        hinted = self.create("hint", [x], x.type, kind=kind, values=tuple(int(v) for v in values))
+        if _region_of(x.handle) is not None and _region_of(x.handle) is _region_of(hinted.handle):
+            x.handle = hinted.handle
+            return x
+        return hinted
 
     def assume(self, cond: tensor) -> None:
         cond = self.to_tensor(cond)
@@ -360,3 +372,11 @@ def check_math_dtype(x: tensor, allowed: Sequence[str]) -> None:
     name = dtype_name(x.dtype)
     if name not in allowed:
         raise ValueError(f"Expected dtype {list(allowed)} but got {name}")
+
+
+def _region_of(value) -> Region | None:
+    """The region whose block defines `value` (an op's result or a block argument)."""
+    owner = value.owner
+    if isinstance(owner, Region):
+        return owner
+    return owner.parent if isinstance(owner, Operation) else None

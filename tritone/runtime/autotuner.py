@@ -517,7 +517,7 @@ class Autotuner(KernelInterface):
             "target": repr(driver.active.get_current_target()),
             "kernel": jit_fn.cache_key,
             "heuristics": layers,
-            "knobs": [knobs.compilation.debug, knobs.compilation.default_fp_fusion, knobs.language.fp32_default,
+            "knobs": [knobs.compilation.debug, knobs.language.default_fp_fusion, knobs.language.fp32_default,
                       knobs.nvidia.target],
             "key": repr(key),
             "configs": [_config_record(config) for config in configs],

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import knobs
-from ..backends.compiler import GPUTarget, KernelOptions
+from ..backends.compiler import GPUTarget, KernelOptions, check_ctas_for
 from ..errors import PTXASError
 from ..ir.core import Module
 from ..ir.printer import print_module
@@ -152,6 +152,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     the CUDA backend's `generate_cuda`, TRITON_ALWAYS_COMPILE (skip cache reads,
     still write) and line information unless TRITON_DISABLE_LINE_INFO is set.
     NVRTC failures raise `NVRTCCompileError` naming the kernel."""
+    if options.arch is None:  # an `arch` option was checked when the options were made
+        check_ctas_for(options, int(target.arch))
     toolchain = toolchain or select_toolchain(target, forced=knobs.nvidia.target is not None)
     cache = default_cache() if cache is _DEFAULT else cache
     always_compile = knobs.compilation.always_compile if always_compile is None else always_compile

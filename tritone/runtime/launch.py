@@ -268,7 +268,7 @@ _options_memo: dict[tuple, KernelOptions] = {}
 # The knobs every launch reads: where to run, whether to use the cache, and those
 # that give option defaults.
 _launch_knobs = knobs.KnobReader((knobs.runtime, "interpret"), (knobs.compilation, "always_compile"),
-                                 (knobs.compilation, "default_fp_fusion"), (knobs.language, "fp32_default"),
+                                 (knobs.language, "default_fp_fusion"), (knobs.language, "fp32_default"),
                                  (knobs.compilation, "debug"))
 
 

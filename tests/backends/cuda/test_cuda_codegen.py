@@ -322,8 +322,9 @@ def test_atomic_histogram_and_friends(cuda_compile):
         adds = _ptx_lines(result, r"atom\.")
         assert any(".add.u32" in line for line in adds)
         if arch >= 70:
-            assert any("atom.relaxed.gpu.global.add.u32" in line for line in adds)
-            assert any("atom.acq_rel.gpu" in line for line in adds)
+            assert any("atom.global.gpu.relaxed.add.u32" in line for line in adds)
+            assert any("atom.global.gpu.acq_rel.add.u32" in line for line in adds)
+            assert any("atom.global.acq_rel.gpu.cas.b32" in line for line in adds)
         else:
             assert "membar.gl" in result.ptx
         assert any(".max.s32" in line for line in adds) and any(".min.u32" in line for line in adds)
@@ -331,6 +332,8 @@ def test_atomic_histogram_and_friends(cuda_compile):
             assert any("add.noftz.bf16" in line for line in adds)
         else:
             assert any("cas.b32" in line for line in adds)  # bf16 add as a CAS loop
+        if 70 <= arch < 90:
+            assert any("atom.acq_rel.cta.global.cas.b32" in line for line in adds)
         assert metadata["shared"] >= 4  # the scalar atomics' old values reach every thread
 
 

@@ -3,6 +3,8 @@ functions (combine functions, libdevice prototypes) and the kernel
 
     extern "C" __global__ void __launch_bounds__(32 * num_warps) <name>(<params>)
 
+(`__maxnreg__(maxnreg)` in place of the launch bounds when that option is set)
+
 whose parameters are the kernel function's arguments in order (pointers as
 `T*`, scalars by value). Its dynamic shared memory is `tt_smem`, of the size
 `smem.py` planned (the launcher passes it).
@@ -34,20 +36,42 @@ from .prelude import prelude
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# Functions NVRTC declares `extern "C"` in every translation unit (the CUDA math
+# API, float and double, and the device runtime's C functions): an `extern "C"`
+# kernel of the same name does not compile ("more than one instance of
+# overloaded function has C linkage"), so such a kernel gets another entry name.
+_MATH_NAMES = (
+    "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh cospi cyl_bessel_i0 cyl_bessel_i1 erf "
+    "erfc erfcinv erfcx erfinv exp exp10 exp2 expm1 fabs fdim floor fma fmax fmin fmod frexp hypot ilogb ldexp "
+    "lgamma llrint llround log log10 log1p log2 logb lrint lround modf nan nearbyint nextafter norm norm3d norm4d "
+    "normcdf normcdfinv pow rcbrt remainder remquo rhypot rint rnorm rnorm3d rnorm4d round rsqrt scalbln scalbn "
+    "sin sincos sincospi sinh sinpi sqrt tan tanh tgamma trunc y0 y1 yn j0 j1 jn").split()
+_C_LINKAGE_NAMES = frozenset(
+    _MATH_NAMES + [f"{n}f" for n in _MATH_NAMES]
+    + "abs labs llabs min max umin umax llmin llmax ullmin ullmax printf vprintf malloc free memcpy memset "
+      "clock clock64 __assertfail __assert_fail".split())
+
+
+def entry_name(kernel_name: str) -> str:
+    """The name of the kernel's `extern "C"` entry: the kernel's own, unless that
+    is a C function NVRTC already declares (`exp2`), then with `_kernel` added."""
+    return f"{kernel_name}_kernel" if kernel_name in _C_LINKAGE_NAMES else kernel_name
+
+
 def _param_name(index: int, hint: str | None) -> str:
     hint = re.sub(r"[^A-Za-z0-9_]", "_", hint or "")
     return f"arg{index}_{hint}" if hint else f"arg{index}"
 
 
 def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tuple[str, str, dict]:
-    """(CUDA source, kernel name, metadata) for the kernel of `module`, whose
+    """(CUDA source, entry name (`entry_name`), metadata) for the kernel of `module`, whose
     block values all have layouts. Metadata: `name`, `num_warps`, `threads`,
     `shared` (dynamic shared memory bytes), `target`, `params` (one
     `(name, C type, bytes)` per kernel argument, in order)."""
     fn = module.kernel
-    name = fn.name
-    if not _IDENTIFIER.match(name):
-        raise CodegenError(f"kernel name {name!r} is not a C identifier")
+    if not _IDENTIFIER.match(fn.name):
+        raise CodegenError(f"kernel name {fn.name!r} is not a C identifier")
+    name = entry_name(fn.name)
     shared = int(module.attrs.get("shared", 0))
     em = Emitter(fn, target, options, shared)
     params = []
@@ -66,7 +90,18 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     # and 12% slower than with the 235 it takes then); its speed comes from the
     # independent work inside each warp, not from more blocks.
     bounds = f"{threads}, 1" if any(op.name == "dot" for op in fn.walk()) else str(threads)
-    kernel = [f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{']
+    kernel = []
+    if options.maxnreg is None:
+        kernel.append(f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{')
+    else:
+        # `__maxnreg__` (NVRTC 12.4+, not combinable with `__launch_bounds__`) puts
+        # `.maxnreg` on the entry in the PTX, as Triton does; older NVRTCs keep
+        # the launch bounds and the `--maxrregcount` the runtime passes.
+        kernel += ["#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4)",
+                   f'extern "C" __global__ void __maxnreg__({int(options.maxnreg)}) {name}({signature}) {{',
+                   "#else",
+                   f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{',
+                   "#endif"]
     if em.uses_scratch:
         kernel.append("  extern __shared__ __align__(16) unsigned char tt_smem[];")
     kernel.append("  const int tt_lane = threadIdx.x & 31;")
@@ -75,6 +110,6 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     kernel += em.lines
     kernel.append("}")
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
-    metadata = {"name": name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
+    metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
     return source, name, metadata

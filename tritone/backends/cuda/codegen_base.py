@@ -61,6 +61,8 @@ class CodegenOptions:
     num_warps: int = 4
     enable_fp_fusion: bool = True
     debug: bool = False
+    maxnreg: int | None = None
+    enable_reflect_ftz: bool = True
 
 
 def bits_expr(bases: list[int], var: str) -> str:

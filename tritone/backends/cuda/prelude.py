@@ -13,7 +13,8 @@ TRITON_SEMANTICS 3 and 7):
   rounds to odd, which makes the second rounding exact;
 - float -> int is `cvt.rzi` (truncate, saturate, NaN -> 0);
 - fp32 `exp` is `ex2.approx` of `x * log2(e)`, `exp2`/`sqrt`/`rsqrt` the
-  `.approx.ftz` instructions, `/` is `div.full.f32`, `floor`/`ceil` are
+  `.approx.ftz` instructions (`exp2` without `.ftz` when the kernel's
+  `enable_reflect_ftz` is off), `/` is `div.full.f32`, `floor`/`ceil` are
   `cvt.rmi/rpi.ftz`; maximum/minimum ignore NaN (`max.f32`) or propagate it
   (`max.NaN.f32`, emulated below sm_80); float `%` is `x - trunc(x / y) * y`
   with one fma and `x` for infinite `y`.
@@ -243,6 +244,12 @@ TT_DEVICE float tt_exp_f32(float x) {
 TT_DEVICE float tt_exp2_f32(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+// exp2 of a kernel compiled with enable_reflect_ftz=False (libdevice's non-FTZ flavour)
+TT_DEVICE float tt_exp2_noftz_f32(float x) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
 TT_DEVICE float tt_sqrt_f32(float x) {
