@@ -122,8 +122,17 @@ def without_internal_frames(error: CompilationError) -> CompilationError:
     `kernel[grid](...)`, `warmup`): its traceback through tritone's internals and
     its chain of underlying exceptions are dropped, so what Python prints is the
     user's call and the kernel lines the message shows. The callee errors stay
-    reachable through `error.callee`."""
-    error.__cause__ = None
+    reachable through `error.callee`. The exception that started it (a
+    `ValueError` of the language's checks, say) stays `__cause__`, as in
+    Triton, where code reads it; only its traceback is dropped, so it prints
+    as its one message line."""
+    cause = error.__cause__
+    while isinstance(cause, CompilationError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    error.__cause__ = None if isinstance(cause, CompilationError) or cause is None else cause.with_traceback(None)
+    if error.__cause__ is not None:
+        error.__cause__.__cause__ = None
+        error.__cause__.__suppress_context__ = True
     error.__suppress_context__ = True
     return error.with_traceback(None)
 
