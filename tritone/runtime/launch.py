@@ -238,6 +238,13 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -
     return compiler.ASTSource(fn, signature, constexprs, attrs)
 
 
+def source_for_call(fn: JITFunction, args: tuple, kwargs: dict[str, Any]) -> tuple[compiler.ASTSource, dict[str, Any]]:
+    """(the ASTSource of `fn` specialised for a call with `args` and `kwargs`,
+    the keywords that are not parameters: compile options)."""
+    bound, specialization, options = make_binder(fn)(*args, **kwargs)
+    return _source_for(fn, bound, specialization), options
+
+
 def _hashable(value):
     """`value` as a hashable key: dicts become sorted item tuples, lists and sets tuples
     (launch options such as `extern_libs={...}` hold them)."""
