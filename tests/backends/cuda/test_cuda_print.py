@@ -12,6 +12,7 @@ from collections import Counter
 import cuda_emulator
 import numpy as np
 import pytest
+import torch
 
 import tritone as triton
 import tritone.language as tl
@@ -218,3 +219,24 @@ def test_pointers_print_as_addresses(capfd):
         assert match, line
         seen[int(match.group(1))] = int(match.group(2), 16)
     assert seen == {i: x.ctypes.data + 4 * i for i in range(N)}
+
+
+@triton.jit
+def print_narrow(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK)).to(tl.int8)
+    tl.device_print("x", x, hex=True)
+    tl.device_print("y", x, x.to(tl.uint8) + 1)
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel, constexprs, grid", [
+    (print_narrow, {"BLOCK": N}, (1,)), (print_2d, {"M": 4, "K": 32}, (2, 1, 2)),
+    (print_loaded, {"BLOCK": N, "HEX": True}, (1,)),
+])
+def test_the_interpreter_prints_the_gpus_lines(capfd, monkeypatch, kernel, constexprs, grid):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = random_values(np.int32, -300, 300)
+    gpu_lines = run_printing(capfd, kernel, {"X": "*i32"}, constexprs, grid, x)
+    kernel[grid](torch.from_numpy(x), **constexprs)
+    ctypes.CDLL(None).fflush(None)
+    assert Counter(line for line in capfd.readouterr().out.splitlines() if line) == gpu_lines
