@@ -195,8 +195,8 @@ def test_2d_tensors_pad_each_index(capfd):
 
 @needs_gxx
 def test_large_tensor_on_a_2d_grid(capfd):
-    lines = run_printing(capfd, print_full, {}, {"M": 16, "K": N}, (1, 2))
-    assert lines == Counter(f"pid (0, {p}, 0) idx ({i:2}, {j:3}) x: 1" for p in range(2) for i in range(16)
+    lines = run_printing(capfd, print_full, {}, {"M": 64, "K": N}, (1, 2))
+    assert lines == Counter(f"pid (0, {p}, 0) idx ({i:2}, {j:3}) x: 1" for p in range(2) for i in range(64)
                             for j in range(N))
 
 
