@@ -16,6 +16,7 @@ __tritone_version__ = "0.1.0"
 from . import backends, knobs, language, testing, tools
 from .compiler import compile
 from .errors import CompilationError, InterpreterError, OutOfResources, TritonError
+from .language.core import must_use_result
 from .runtime._allocation import set_allocator
 from .runtime.autotuner import Config, autotune, heuristics
 from .runtime.jit import (
@@ -62,6 +63,7 @@ __all__ = [
     "jit",
     "knobs",
     "language",
+    "must_use_result",
     "next_power_of_2",
     "reinterpret",
     "set_allocator",

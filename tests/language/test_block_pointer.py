@@ -283,7 +283,7 @@ def make_error_kernel(X, N, CASE: tl.constexpr):
     elif CASE == "store shape":
         tl.store(bp, tl.zeros((8,), tl.int32))
     elif CASE == "advance":
-        tl.advance(bp, (1, 2))
+        bp = tl.advance(bp, (1, 2))
     elif CASE == "loop":
         for i in range(N):
             bp = tl.make_block_ptr(X, shape=(N,), strides=(1,), offsets=(i,), block_shape=(8,), order=(0,))

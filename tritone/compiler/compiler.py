@@ -474,20 +474,34 @@ def _kernel_options(src: ASTSource | IRSource, options: dict | KernelOptions | N
     return KernelOptions.from_dict(dict(options or {}), debug_default=bool(src.fn.debug))
 
 
-def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
-    """The optimised IR of `src` for `target`: the frontend, then the passes
-    (`options` as for `compile`). What the backends start from."""
+def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None) -> tuple[Module, dict, bool]:
+    """(the frontend's IR of `src` for `target`, the options the passes take,
+    whether to verify after each pass)."""
     from .. import knobs
     from ..frontend import ast_to_ir
-    from ..passes import run_pipeline
 
     kernel_options = _kernel_options(src, options)
     signature, constexprs, divisible = src.frontend_inputs()
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
-    module = ast_to_ir(src.fn, signature, constexprs, frontend_options)
-    return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
+    return ast_to_ir(src.fn, signature, constexprs, frontend_options), frontend_options, kernel_options.debug
+
+
+def frontend_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
+    """The IR the frontend builds for `src` for `target`, before any pass
+    (`options` as for `compile`): what Triton's `ASTSource.make_ir` gives."""
+    return _frontend(src, target, options)[0]
+
+
+def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
+    """The optimised IR of `src` for `target`: the frontend, then the passes
+    (`options` as for `compile`). What the backends start from."""
+    from .. import knobs
+    from ..passes import run_pipeline
+
+    module, frontend_options, verify = _frontend(src, target, options)
+    return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=verify)
 
 
 def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | None = None,

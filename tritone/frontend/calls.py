@@ -53,6 +53,8 @@ class CallsMixin:
 
     def visit_Call(self, node: ast.Call) -> Any:
         fn = unwrap(self.visit(node.func))
+        if node in self.discarded_calls:
+            self._check_result_used(node, fn)
         args = self._elements(node.args)
         kwargs: dict[str, Any] = {}
         for keyword in node.keywords:
@@ -65,6 +67,17 @@ class CallsMixin:
                 raise self.error(keyword, "`**` arguments must be compile-time dicts")
             kwargs.update({k: wrap(v) for k, v in mapping.items()})
         return self.call(node, fn, args, kwargs)
+
+    def _check_result_used(self, node: ast.Call, fn: Any) -> None:
+        """Raise for a discarded call of a callee marked `must_use_result`,
+        with the marker's words when it gave some."""
+        marker = getattr(fn, "_must_use_result", False)
+        if not marker:
+            return
+        message = f"The result of {ast.unparse(node.func)} is not being used."
+        if isinstance(marker, str):
+            message += " " + marker
+        raise self.error(node, message)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(fn, BoundJitMethod):

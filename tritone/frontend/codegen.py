@@ -235,6 +235,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         # Names bound by `tl.static_range` loops: rebinding them inside a region
         # is not a reassignment of a constexpr (they keep their outer value after it).
         self.static_loop_vars: set[str] = set()
+        # Calls that are whole statements: their result is discarded, an error
+        # for callees marked `must_use_result`.
+        self.discarded_calls: set[ast.Call] = set()
 
     def generate(self) -> Slot:
         """Emit the function body, ending with `return`; the slot of the
@@ -298,6 +301,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
 
     # -- statements --------------------------------------------------------------
     def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            self.discarded_calls.add(node.value)
         self.visit(node.value)
 
     def visit_Pass(self, node: ast.Pass) -> None:

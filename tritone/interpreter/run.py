@@ -388,7 +388,11 @@ def _print_lines(head: str, prefix: str, value, ty, hex_format: bool) -> list[st
     flat = np.asarray(value).reshape(-1)
     if hex_format:
         digits = max(1, sc.primitive_bitwidth // 4)
-        texts = [f"0x{int(b):0{digits}x}" for b in V.to_bits(flat, sc)]
+        if sc.is_int_signed() and sc.primitive_bitwidth < 32:
+            # The GPU widens narrow integers to 32 bits by their sign before printing.
+            texts = [f"0x{int(v) & 0xFFFFFFFF:0{digits}x}" for v in flat]
+        else:
+            texts = [f"0x{int(b):0{digits}x}" for b in V.to_bits(flat, sc)]
     elif sc.is_ptr():
         texts = [f"0x{int(v):x}" for v in flat]
     elif sc.is_floating():

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from ..ir.types import block_type, dtype, pointer_type
 from . import core as tl
-from .core import _unwrap_if_constexpr, base_value, builtin, tensor
+from .core import _unwrap_if_constexpr, base_value, builtin, must_use_result, tensor
 
 _INT32_RANGE = (-2**31, 2**31)
 _INT64_RANGE = (-2**63, 2**63)
@@ -62,6 +62,11 @@ class block_pointer_type:
 
     def __str__(self) -> str:
         return f"pointer<{self.block}>"
+
+
+# tl.advance returns a moved copy: a call whose result is dropped moves nothing.
+ADVANCE_RESULT_UNUSED = ("tl.advance leaves its block pointer where it is and returns the moved one: "
+                         "assign its result (ptr = tl.advance(ptr, offsets)).")
 
 
 class block_pointer(base_value):
@@ -101,6 +106,7 @@ class block_pointer(base_value):
     def __repr__(self) -> str:
         return f"block_pointer({self.type})"
 
+    @must_use_result(ADVANCE_RESULT_UNUSED)
     @builtin
     def advance(self, offsets, _semantic=None) -> "block_pointer":
         """Alias of `tl.advance(self, offsets)`."""
@@ -119,6 +125,7 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order, _semantic=
     return _semantic.make_block_ptr(base, shape, strides, offsets, block_shape, order)
 
 
+@must_use_result(ADVANCE_RESULT_UNUSED)
 @builtin
 def advance(base, offsets, _semantic=None) -> block_pointer:
     """A new block pointer moved by `offsets` (32-bit ints, one per dimension)."""

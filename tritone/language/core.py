@@ -48,6 +48,17 @@ def builtin(fn: T) -> T:
     return wrapper
 
 
+def must_use_result(fn_or_words: Any, words: str | bool = True) -> Any:
+    """Mark a function (a builtin or a `@jit` function) whose result a kernel
+    must use: a call of it as a whole statement is a CompilationError. Used bare
+    (`@must_use_result`) or with words the error adds
+    (`@must_use_result("tl.advance moves nothing in place.")`)."""
+    if isinstance(fn_or_words, str):
+        return lambda fn: must_use_result(fn, fn_or_words)
+    fn_or_words._must_use_result = words
+    return fn_or_words
+
+
 def is_builtin(fn: Any) -> bool:
     return getattr(fn, TRITON_BUILTIN, False) is True
 

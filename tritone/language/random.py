@@ -61,7 +61,10 @@ def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: core.constexpr = N_ROUNDS_DEFA
 def philox(seed, c0, c1, c2, c3, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
     """Philox on counters `c0..c3` (32-bit: Philox 4x32 keyed by the low and high words
     of `seed` as u64; 64-bit: the 64-bit variant keyed by `seed`)."""
-    seed = core.to_tensor(seed).to(core.uint64)
+    seed = core.to_tensor(seed)
+    core.static_assert(seed.dtype.is_int(), "the seed of Triton's random numbers must be an integer scalar "
+                       "(not a float, nor a pointer: pass seed_tensor.item(), not the tensor)")
+    seed = seed.to(core.uint64)
     c0 = core.to_tensor(c0)
     c1 = core.to_tensor(c1)
     c2 = core.to_tensor(c2)

@@ -20,7 +20,7 @@ import sys
 import textwrap
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, TypeVar, overload
+from typing import Any, Callable, Generic, Iterable, NamedTuple, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -353,6 +353,17 @@ class SiteKernels(dict):
         return self
 
 
+class DeviceEntry(NamedTuple):
+    """One device's caches as Triton's `device_caches[device]` gives them:
+    `(kernel_cache, kernel_key_cache, target, backend, binder)`."""
+
+    kernel_cache: SiteKernels
+    kernel_key_cache: dict
+    target: Any
+    backend: Any
+    binder: Callable | None
+
+
 class DeviceCaches(dict):
     """`JITFunction.device_caches`: launch site `(target, device)` -> {key:
     CompiledKernel} (a `SiteKernels`). `for_site` remembers the site it answered
@@ -364,13 +375,29 @@ class DeviceCaches(dict):
     filled by `runtime.launch`; `hot` holds the one entry the dispatcher launches
     inline. Both are emptied by any change here or to a site's kernels."""
 
-    __slots__ = ("_last", "ready", "hot")
+    __slots__ = ("_last", "ready", "hot", "_binder")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, binder: Callable[[], Callable] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._last: tuple[Any, SiteKernels | None] = (None, None)
         self.ready: dict = {}
         self.hot: list = []
+        self._binder = binder
+
+    def __missing__(self, device: Any) -> DeviceEntry:
+        """Triton keys these caches by device: `device_caches[device]` (a GPU
+        ordinal, not a site) is a `DeviceEntry` whose `kernel_cache` is the
+        kernels of that device's site (added empty, as a launch would), so
+        clearing it makes the next launch there compile again."""
+        if isinstance(device, tuple):
+            raise KeyError(device)
+        from ..backends.compiler import make_backend
+        from .launch import site_of_device
+
+        site = site_of_device(device)
+        kernels = self.for_site(site)
+        binder = self._binder() if self._binder is not None else None
+        return DeviceEntry(kernels, kernels.by_arguments, site[0], make_backend(site[0]), binder)
 
     def clear_launchers(self) -> None:
         """Forget `ready` and `hot` (the kernels they name may be gone)."""
@@ -481,7 +508,7 @@ class JITFunction(KernelInterface[T]):
         self.constexprs = [p.num for p in params if p.is_constexpr]
 
         # (target, device) -> {specialization key: CompiledKernel}; filled by the launcher.
-        self.device_caches = DeviceCaches()
+        self.device_caches = DeviceCaches(binder=self._get_binder)
         self.pre_run_hooks: list[Callable] = []
         self._cache_key: str | None = None
         # (name, id(globals dict)) -> (value, globals dict) of the constexpr globals the kernel reads.
@@ -513,7 +540,7 @@ class JITFunction(KernelInterface[T]):
         self.src = new_src
         self._cache_key = None
         self.used_global_vals.clear()
-        self.device_caches = DeviceCaches()
+        self.device_caches = DeviceCaches(binder=self._get_binder)
         self._dispatch = None
         self._last_launcher = (None, None, None)
 
@@ -590,6 +617,24 @@ class JITFunction(KernelInterface[T]):
         assert callable(hook)
         self.pre_run_hooks.append(hook)
 
+    def _get_binder(self) -> Callable:
+        """The kernel's binder (`specialize.make_binder`), made on first use."""
+        if self._binder is None:
+            from .specialize import make_binder
+
+            self._binder = make_binder(self)
+        return self._binder
+
+    def preload(self, specialization_data: str):
+        """Compile the specialization that `specialization_data` describes (the
+        text a `knobs.runtime.jit_cache_hook` received as
+        `compile["specialization_data"]`) for the current launch site, and
+        return the CompiledKernel, as Triton's preload does. It goes through
+        the compile cache, where a later launch with matching arguments finds it."""
+        from .launch import preload
+
+        return preload(self, specialization_data)
+
     def run(self, *args, grid, warmup: bool, **kwargs):
         """Bind, specialise, compile when not cached, and (unless `warmup`) run.
         Returns the `CompiledKernel`."""
@@ -665,7 +710,7 @@ class JITFunction(KernelInterface[T]):
         if self.fn is not None and self._cache_key is not None and self.used_global_vals is not None:
             # The cache key came along; the globals it read are found again here.
             self._dependency_key_parts()
-        self.device_caches = DeviceCaches()
+        self.device_caches = DeviceCaches(binder=self._get_binder)
         self._binder = self._key_binder = self._dispatch = None
         self._last_launcher = (None, None, None)
 

@@ -36,6 +36,7 @@ from ..language.core import constexpr
 from . import cuda_driver
 from .cuda_driver import CudaDriver, DeviceAttribute
 from .launcher import current_device
+from .specialization_data import deserialize_specialization_data, serialize_specialization_data
 from .specialize import (
     CONSTEXPR,
     DIVISIBLE,
@@ -236,6 +237,44 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -
         record((param.num,), bound[param.name], type_name, attribute)
         signature[param.name] = type_name.signature() if isinstance(type_name, TupleSpecialization) else type_name
     return compiler.ASTSource(fn, signature, constexprs, attrs)
+
+
+def source_for_call(fn: JITFunction, args: tuple, kwargs: dict[str, Any]) -> tuple[compiler.ASTSource, dict[str, Any]]:
+    """(the ASTSource of `fn` specialised for a call with `args` and `kwargs`,
+    the keywords that are not parameters: compile options)."""
+    bound, specialization, options = fn._get_binder()(*args, **kwargs)
+    return _source_for(fn, bound, specialization), options
+
+
+def specialization_data(fn: JITFunction, source: compiler.ASTSource, options: KernelOptions, key: Any) -> str:
+    """The `specialization_data` text of compiling `source` (of kernel `fn`)
+    with `options`, under the launch cache key `key` (written as its repr, for
+    people: preload needs only the source and options): what a jit hook
+    receives and `preload` reads."""
+    return serialize_specialization_data(f"{fn.__module__}.{fn.__qualname__}", source.signature, source.constants,
+                                         source.attrs, options.as_dict(), repr(key))
+
+
+def preload(fn: JITFunction, text: str) -> compiler.CompiledKernel:
+    """`JITFunction.preload`: compile what the specialization data `text` of
+    kernel `fn` describes for the current launch site."""
+    data = deserialize_specialization_data(text)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    if data["name"] != name:
+        raise RuntimeError(f"Specialization data is for {data['name']} but trying to preload for {name}")
+    source = compiler.ASTSource(fn, data["signature"], data["constants"], data["attrs"])
+    return compiler.compile(source, target=launch_site()[0], options=data["options"])
+
+
+def site_of_device(device: Any) -> tuple[GPUTarget, int | None]:
+    """The launch site of `device`, the GPU ordinal Triton keys its per-device
+    caches by: the interpreter's site when kernels are interpreted or no GPU is
+    usable, the current site for anything but an int ordinal."""
+    site = launch_site()
+    if site is INTERPRETER_SITE or not isinstance(device, int) or device == site[1]:
+        return site
+    known = _gpu.sites.get(device)
+    return known if known is not None else _new_site(_gpu, device)
 
 
 def _hashable(value):

@@ -109,7 +109,7 @@ def test_print_assert_barrier_extern_and_math(cuda_compile):
         return kb
 
     for arch, (source, _, result) in cuda_compile(build, archs=ARCHS).items():
-        assert '"pid (%d, %d, %d) idx (%d) x %% done:  (operand 0)%f\\n"' in source
+        assert '"pid (%u, %u, %u) idx (%3u)x %% done: (operand 0) %f\\n"' in source
         assert "Assertion `offs < n \\\"quoted\\\"` failed." in source
         assert "trap;" in result.ptx and "vprintf" in result.ptx
         for insn in ("ex2.approx.f32", "ex2.approx.ftz.f32", "sqrt.approx.ftz.f32", "sqrt.rn.f32",
