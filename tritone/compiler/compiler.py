@@ -551,7 +551,8 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
         if show_internal_frames():
             raise
         __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
-        raise without_internal_frames(error)
+        short = without_internal_frames(error)
+        raise short from short.__cause__
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
     return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)

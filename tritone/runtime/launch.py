@@ -370,7 +370,8 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
             if show_internal_frames():
                 raise
             __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
-            raise without_internal_frames(error)
+            short = without_internal_frames(error)
+            raise short from short.__cause__
         cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
