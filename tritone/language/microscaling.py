@@ -41,9 +41,6 @@ _FORMAT_DTYPES = {
 @constexpr_function
 def _compute_dtype(lhs_format, rhs_format):
     """The dtype both operands are decoded to: fp16 when either is fp16, else bf16."""
-    for side, fmt in (("lhs", lhs_format), ("rhs", rhs_format)):
-        if fmt not in _FORMATS:
-            raise ValueError(f"dot_scaled: invalid {side}_format {fmt!r}; expected one of {', '.join(_FORMATS)}")
     return core.float16 if "fp16" in (lhs_format, rhs_format) else core.bfloat16
 
 
@@ -65,7 +62,10 @@ def _format_dtype(side, fmt, ty):
 @constexpr_function
 def _check_operands(lhs_shape, lhs_format, lhs_k_pack, rhs_shape, rhs_format, rhs_k_pack):
     """Raise unless lhs `[..., M, K]` and rhs `[..., K, N]` (counted in elements, after
-    unpacking e2m1) fit together; only e2m1 may be packed off the K dimension."""
+    unpacking e2m1) fit together in known formats; only e2m1 may be packed off the K dimension."""
+    for side, fmt in (("lhs", lhs_format), ("rhs", rhs_format)):
+        if fmt not in _FORMATS:
+            raise ValueError(f"dot_scaled: invalid {side}_format {fmt!r}; expected one of {', '.join(_FORMATS)}")
     lhs_shape, rhs_shape = [int(s) for s in lhs_shape], [int(s) for s in rhs_shape]
     shapes = f"lhs is {lhs_shape}, rhs is {rhs_shape}"
     if not (len(lhs_shape) == len(rhs_shape) and len(lhs_shape) in (2, 3)):
