@@ -219,8 +219,8 @@ def _decode_operand(x, scale, fmt: core.constexpr, side: core.constexpr, k_axis:
         factor = _scale_to_float(scale, dtype, fast_math)
         if k_axis == -2:
             factor = core.permute(factor, _swap_last_two(len(factor.shape)))
-        # A power of two times a decoded value is exact, so the product rounds only
-        # where it leaves the range of `dtype`.
+        # An e8m0 factor is a power of two, so its product rounds only where it leaves
+        # the range of `dtype`; a float8e4nv factor rounds like any product in `dtype`.
         values = values * _repeat(factor, k_axis, GROUP)
     return values
 
