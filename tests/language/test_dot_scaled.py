@@ -337,10 +337,10 @@ def test_batched_blocks():
 @triton.jit
 def bad_call_kernel(A, B, A_SCALE, C, A_DTYPE: tl.constexpr, A_SHAPE0: tl.constexpr, A_SHAPE1: tl.constexpr,
                     B_SHAPE0: tl.constexpr, SCALE_COLS: tl.constexpr, A_FMT: tl.constexpr, A_KPACK: tl.constexpr,
-                    OUT_DTYPE: tl.constexpr):
+                    OUT_DTYPE: tl.constexpr, SCALE_DTYPE: tl.constexpr):
     a = load_2d(A, A_SHAPE0, A_SHAPE1).to(A_DTYPE)
     b = load_2d(B, B_SHAPE0, 16).to(tl.bfloat16)
-    scale = load_2d(A_SCALE, A_SHAPE0, SCALE_COLS)
+    scale = load_2d(A_SCALE, A_SHAPE0, SCALE_COLS).to(SCALE_DTYPE)
     c = tl.dot_scaled(a, scale, A_FMT, b, None, "bf16", lhs_k_pack=A_KPACK, out_dtype=OUT_DTYPE)
     tl.store(C + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :], c)
 
@@ -353,11 +353,12 @@ def bad_call_kernel(A, B, A_SCALE, C, A_DTYPE: tl.constexpr, A_SHAPE0: tl.conste
     ({"SCALE_COLS": 1}, r"lhs_scale must be a tensor of shape \[16, 2\]"),
     ({"A_FMT": "e4m3", "A_SHAPE1": 64, "A_KPACK": False}, "only e2m1 can be packed along a dimension other than K"),
     ({"OUT_DTYPE": tl.float16}, "only float32 is supported for out_dtype"),
+    ({"SCALE_DTYPE": tl.int32}, "lhs_scale must be uint8 \\(e8m0\\) or float8e4nv, got int32"),
 ])
 def test_bad_calls_name_what_is_wrong(change, message):
     # a valid call (e2m1 lhs of 16 x 64 with its scales, bf16 rhs of 64 x 16) and one change
     args = {"A_DTYPE": tl.uint8, "A_SHAPE0": 16, "A_SHAPE1": 32, "B_SHAPE0": 64, "SCALE_COLS": 2, "A_FMT": "e2m1",
-            "A_KPACK": True, "OUT_DTYPE": tl.float32}
+            "A_KPACK": True, "OUT_DTYPE": tl.float32, "SCALE_DTYPE": tl.uint8}
     args.update(change)
     a = RNG.integers(0, 256, (args["A_SHAPE0"], args["A_SHAPE1"]), dtype=np.uint8)
     b = RNG.standard_normal((args["B_SHAPE0"], 16)).astype(np.float32)
@@ -372,7 +373,7 @@ def test_a_valid_call_of_the_error_kernel_runs():
     b = RNG.standard_normal((64, 16)).astype(np.float32)
     scale = random_scales((16, 2), "bf16")
     c = np.zeros((16, 16), np.float32)
-    bad_call_kernel[(1,)](a, b, scale, c, tl.uint8, 16, 32, 64, 2, "e2m1", True, tl.float32)
+    bad_call_kernel[(1,)](a, b, scale, c, tl.uint8, 16, 32, 64, 2, "e2m1", True, tl.float32, tl.uint8)
     check_close(c, operand(a, "e2m1", "bf16", scale), round_to(b.astype(np.float64), "bf16"))
 
 
