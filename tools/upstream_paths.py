@@ -47,7 +47,6 @@ NOT_PROVIDED = {
     "triton.tools.compile": "ahead-of-time C launchers need a host compiler",
     "triton.tools.disasm": "wraps `cuobjdump`/`nvdisasm` from a CUDA toolkit, which tritone does not need",
     "triton.tools.link": "links ahead-of-time C launchers (`tools.compile`)",
-    "triton.tools.mxfp": "microscaling (MX) formats and `tl.dot_scaled` are not implemented",
     "triton.tools.ragged_tma": "the ragged tensor-descriptor helpers are not provided",
     "triton.tools.triton_to_gluon_translater": "Gluon is not implemented",
 }

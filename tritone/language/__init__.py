@@ -110,6 +110,7 @@ from .math import (
     sqrt_rn,
     umulhi,
 )
+from .microscaling import dot_scaled
 from .random import (
     pair_uniform_to_normal,
     philox,
@@ -151,7 +152,8 @@ __all__ = [
     "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "bitonic_merge",
     "block_pointer", "block_type", "broadcast", "broadcast_to", "cast", "cat", "cdiv", "ceil", "clamp", "condition",
     "const", "constexpr", "constexpr_function", "constexpr_type", "core", "cos", "cumprod", "cumsum", "debug_barrier",
-    "device_assert", "device_print", "div_rn", "dot", "dtype", "erf", "exp", "exp2", "expand_dims", "extra", "fdiv",
+    "device_assert", "device_print", "div_rn", "dot", "dot_scaled", "dtype", "erf", "exp", "exp2", "expand_dims",
+    "extra", "fdiv",
     "flip", "float16", "float32", "float64", "float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16",
     "floor", "fma", "full", "gather", "get_int_dtype", "histogram", "inline_asm_elementwise", "int1",
     "int16", "int32", "int64", "int8",
