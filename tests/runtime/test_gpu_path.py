@@ -284,13 +284,10 @@ def test_kernel_grid_compiles_for_the_gpu_and_launches(gpu, monkeypatch):
 
 def test_launch_hooks_on_the_gpu_path(gpu):
     seen = []
-    knobs.runtime.launch_enter_hook = lambda metadata: seen.append(("enter", metadata["name"], metadata["grid"]))
-    knobs.runtime.launch_exit_hook = lambda metadata: seen.append(("exit", metadata["name"]))
-    try:
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook.add(lambda metadata: seen.append(("enter", metadata["name"], metadata["grid"])))
+        knobs.runtime.launch_exit_hook.add(lambda metadata: seen.append(("exit", metadata["name"])))
         add_kernel[(5,)](*(FakeCudaTensor(a) for a in addresses(3)), 77, BLOCK_SIZE=128)
-    finally:
-        knobs.runtime.launch_enter_hook = None
-        knobs.runtime.launch_exit_hook = None
     assert seen == [("enter", "add_kernel", (5, 1, 1)), ("exit", "add_kernel")]
     assert gpu.launches[-1]["grid"] == (5, 1, 1) and decode(gpu.launches[-1]["arguments"][3:], "i") == [77]
 
