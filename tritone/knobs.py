@@ -136,33 +136,35 @@ def _parse_fp32_default(text: str) -> str | None:
     return text
 
 
-class HookChain:
+class HookChain(list):
     """Hooks called in turn with the same arguments: `add` appends a hook once,
     `remove` drops it (absent: nothing happens), calling the chain calls each,
     last added first when `reversed` (exit hooks unwind as enter hooks nested).
-    An empty chain is false, so a launch can skip it with one test."""
+    The chain is the list of its hooks (`calls`, as Triton names it): an empty
+    one is false, which every launch tests without a Python call."""
 
     def __init__(self, reversed: bool = False):
-        self.calls: list[Callable] = []
+        super().__init__()
         self.reversed = reversed
 
+    @property
+    def calls(self) -> list[Callable]:
+        return self
+
     def add(self, func: Callable) -> None:
-        if func not in self.calls:
-            self.calls.append(func)
+        if func not in self:
+            self.append(func)
 
     def remove(self, func: Callable) -> None:
-        if func in self.calls:
-            self.calls.remove(func)
-
-    def __bool__(self) -> bool:
-        return bool(self.calls)
+        if func in self:
+            super().remove(func)
 
     def __call__(self, *args, **kwargs) -> None:
-        for call in (self.calls[::-1] if self.reversed else list(self.calls)):
+        for call in (self[::-1] if self.reversed else list(self)):
             call(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"HookChain({self.calls!r}, reversed={self.reversed})"
+        return f"HookChain({list(self)!r}, reversed={self.reversed})"
 
 
 @dataclass(frozen=True)
