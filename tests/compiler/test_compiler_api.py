@@ -54,7 +54,7 @@ def test_parse_options_as_inductor_reads_them(arch):
     assert values["arch"] == f"sm{arch}" and values["num_warps"] == 4 and values["warp_size"] == 32
     assert values["max_num_imprecise_acc_default"] == (2**30 if arch == 90 else 0)
     assert values["deprecated_fp8_dot_operand_dtypes"] == (("fp8e4b15",) if arch >= 90 else ())
-    assert set(values["supported_fp8_dtypes"]) == {"fp8e4nv", "fp8e5"}
+    assert set(values["supported_fp8_dtypes"]) == {"fp8e4b15", "fp8e4nv", "fp8e5"}
     assert "bf16x3" in values["allowed_dot_input_precisions"]
     assert isinstance(options.hash(), str) and options.hash() == make_backend(
         GPUTarget("cuda", arch, 32)).parse_options({}).hash()

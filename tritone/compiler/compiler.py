@@ -493,7 +493,9 @@ def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | N
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
-    module = ast_to_ir(src.fn, signature, constexprs, frontend_options)
+    # The interpreter holds every fp8 format; a GPU only those of its options.
+    supported_fp8 = None if target.backend == INTERPRETER_TARGET.backend else kernel_options.supported_fp8_dtypes
+    module = ast_to_ir(src.fn, signature, constexprs, frontend_options, supported_fp8=supported_fp8)
     return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=kernel_options.debug)
 
 
