@@ -128,3 +128,53 @@ def test_knob_reader_gives_what_the_attributes_give(monkeypatch):
     # os.environ replaced by a plain mapping.
     monkeypatch.setattr("os.environ", {"TRITON_DEBUG": "yes", "TRITON_CACHE_DIR": "/c"})
     assert reader() == (False, True, None, "/c")
+
+
+def test_hook_chain_calls_each_hook_once_in_order():
+    calls = []
+    first, second = (lambda *args, tag=tag: calls.append((tag, args)) for tag in ("first", "second"))
+    chain = knobs.HookChain()
+    assert not chain
+    chain.add(first)
+    chain.add(second)
+    chain.add(first)  # already there: still called once
+    chain(1, 2)
+    assert chain and calls == [("first", (1, 2)), ("second", (1, 2))]
+    calls.clear()
+    unwinding = knobs.HookChain(reversed=True)
+    unwinding.add(first)
+    unwinding.add(second)
+    unwinding("x")
+    assert calls == [("second", ("x",)), ("first", ("x",))]
+    unwinding.remove(second)
+    unwinding.remove(second)  # absent: nothing happens
+    calls.clear()
+    unwinding("y")
+    assert calls == [("first", ("y",))]
+
+
+def test_scope_restores_assignments_hooks_and_environment(monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", "before")
+    hook = object.__hash__
+    with knobs.cache.scope():
+        knobs.cache.dir = "assigned"
+        assert knobs.cache.dir == "assigned"
+    assert knobs.cache.dir == "before"
+    with knobs.cache.scope():
+        monkeypatch.setenv("TRITON_CACHE_DIR", "changed inside")
+    assert knobs.cache.dir == "before"
+    enter_chain = knobs.runtime.launch_enter_hook
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook.add(hook)
+        knobs.runtime.jit_cache_hook = hook
+        knobs.runtime.interpret = True
+        knobs.runtime.launch_exit_hook = hook
+    assert knobs.runtime.launch_enter_hook is enter_chain and hook not in enter_chain.calls
+    assert knobs.runtime.jit_cache_hook is None and isinstance(knobs.runtime.launch_exit_hook, knobs.HookChain)
+    assert (id(knobs.runtime), "interpret") not in knobs._assigned
+
+
+def test_compile_times_add_up():
+    times = knobs.CompileTimes(ir_initialization=7, lowering_stages=[("ttir", 11), ("cuda", 13)], store_results=5)
+    assert times.total_lowering == 24 and times.total == 36
+    assert knobs.CompileTimes(3, [], 0).total == 3

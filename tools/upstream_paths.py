@@ -29,7 +29,6 @@ NOT_PROVIDED = {
     "triton._C.libtriton": "Triton's native MLIR bindings; tritone has no compiled extension (its IR is Python)",
     "triton._filecheck": "FileCheck tests of Triton's MLIR output; tritone's IR is its own text, with its own tests",
     "triton.backends.amd": "no AMD target",
-    "triton.backends.driver": "tritone's drivers (`runtime.driver`) have no common `DriverBase`/`GPUDriver`",
     "triton.backends.nvidia": "the CUDA backend is `tritone.backends.cuda`; `backends.backends['nvidia']` holds "
                               "its compiler and driver classes",
     "triton.compiler.code_generator": "the frontend is `tritone.frontend` (Python AST to tritone's IR)",

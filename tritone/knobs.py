@@ -12,7 +12,9 @@ values down.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 _TRUTHY = frozenset({"1", "true", "yes", "on", "y"})
@@ -134,7 +136,90 @@ def _parse_fp32_default(text: str) -> str | None:
     return text
 
 
+class HookChain(list):
+    """Hooks called in turn with the same arguments: `add` appends a hook once,
+    `remove` drops it (absent: nothing happens), calling the chain calls each,
+    last added first when `reversed` (exit hooks unwind as enter hooks nested).
+    The chain is the list of its hooks (`calls`, as Triton names it): an empty
+    one is false, which every launch tests without a Python call."""
+
+    def __init__(self, reversed: bool = False):
+        super().__init__()
+        self.reversed = reversed
+
+    @property
+    def calls(self) -> list[Callable]:
+        return self
+
+    def add(self, func: Callable) -> None:
+        if func not in self:
+            self.append(func)
+
+    def remove(self, func: Callable) -> None:
+        if func in self:
+            super().remove(func)
+
+    def __call__(self, *args, **kwargs) -> None:
+        for call in (self[::-1] if self.reversed else list(self)):
+            call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"HookChain({list(self)!r}, reversed={self.reversed})"
+
+
+@dataclass(frozen=True)
+class CompileTimes:
+    """How long one compilation took, in whole microseconds, as
+    `compilation.listener` receives it: `ir_initialization` (from the call until
+    the cache was looked up and, on a miss, the kernel's IR begun),
+    `lowering_stages` ((stage, duration) in order: "ttir" frontend and passes,
+    "cuda" code generation, "ptx"/"cubin" NVRTC; empty on a cache hit) and
+    `store_results` (writing the cache entry; 0 on a hit)."""
+
+    ir_initialization: int
+    lowering_stages: list[tuple[str, int]]
+    store_results: int
+
+    @property
+    def total_lowering(self) -> int:
+        return sum(duration for _, duration in self.lowering_stages)
+
+    @property
+    def total(self) -> int:
+        return self.ir_initialization + self.total_lowering + self.store_results
+
+
 class _Group:
+    @contextmanager
+    def scope(self) -> Iterator[_Group]:
+        """A `with` block after which this group is as before it: its assignments
+        (knobs and hooks), the hooks in its HookChains and the environment
+        variables its knobs read."""
+        descriptors = [value for klass in type(self).__mro__ for value in vars(klass).values()
+                       if isinstance(value, _EnvKnob)]
+        environ = {name: os.environ.get(name) for descriptor in descriptors for name in descriptor.names}
+        attributes = {name: value for name, value in vars(self).items() if name != "_overrides"}
+        chains = {name: list(value.calls) for name, value in attributes.items() if isinstance(value, HookChain)}
+        overrides = dict(vars(self).get("_overrides", {}))
+        try:
+            yield self
+        finally:
+            for descriptor in descriptors:
+                delattr(self, descriptor.attribute)
+            for name, value in overrides.items():
+                setattr(self, name, value)
+            for name in [name for name in vars(self) if name != "_overrides"]:
+                delattr(self, name)
+            for name, value in attributes.items():
+                setattr(self, name, value)
+            for name, calls in chains.items():  # hooks added to a chain inside the block are dropped
+                attributes[name].calls[:] = calls
+            for name, value in environ.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
     def __repr__(self) -> str:
         names = [name for name, value in type(self).__dict__.items() if isinstance(value, _EnvKnob)]
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
@@ -146,10 +231,20 @@ class RuntimeKnobs(_Group):
     """Run kernels in the CPU interpreter even where a GPU is usable."""
 
     def __init__(self):
-        # Called as hook(metadata) around each launch; metadata maps "name",
-        # "grid" and "stream" of the launch.
-        self.launch_enter_hook: Callable[[dict], None] | None = None
-        self.launch_exit_hook: Callable[[dict], None] | None = None
+        # Called as hook(metadata) around each launch (a HookChain, or one callable
+        # assigned in its place); metadata is a LazyDict of "name", "function",
+        # "grid", "stream" and what the kernel's `launch_metadata` adds.
+        self.launch_enter_hook: Callable[..., None] | None = HookChain()
+        self.launch_exit_hook: Callable[..., None] | None = HookChain(reversed=True)
+        # Called as hook(module, function, name, metadata_group, hash) before and
+        # after a compiled kernel is loaded (module and function are None before).
+        self.kernel_load_start_hook: Callable[..., None] | None = HookChain()
+        self.kernel_load_end_hook: Callable[..., None] | None = HookChain(reversed=True)
+        # Called with keywords key, repr, fn, compile, is_manual_warmup and
+        # already_compiled before a `@jit` launch compiles (a true answer skips the
+        # compilation and the launch) and after it compiled.
+        self.jit_cache_hook: Callable[..., Any] | None = None
+        self.jit_post_compile_hook: Callable[..., Any] | None = None
 
 
 class CompilationKnobs(_Group):
@@ -169,6 +264,11 @@ class CompilationKnobs(_Group):
     disable_line_info = _env_bool("TRITON_DISABLE_LINE_INFO")
     """Compile GPU code without source line information (no `#line` directives, no
     NVRTC `--generate-line-info`): profilers and error reports then cannot name kernel lines."""
+
+    def __init__(self):
+        # Called after each compilation, from the cache or not, with keywords src,
+        # metadata, metadata_group, times (CompileTimes) and cache_hit.
+        self.listener: Callable[..., None] | None = None
 
 
 class LanguageKnobs(_Group):

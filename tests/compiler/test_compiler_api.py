@@ -54,7 +54,7 @@ def test_parse_options_as_inductor_reads_them(arch):
     assert values["arch"] == f"sm{arch}" and values["num_warps"] == 4 and values["warp_size"] == 32
     assert values["max_num_imprecise_acc_default"] == (2**30 if arch == 90 else 0)
     assert values["deprecated_fp8_dot_operand_dtypes"] == (("fp8e4b15",) if arch >= 90 else ())
-    assert set(values["supported_fp8_dtypes"]) == {"fp8e4nv", "fp8e5"}
+    assert set(values["supported_fp8_dtypes"]) == {"fp8e4b15", "fp8e4nv", "fp8e5"}
     assert "bf16x3" in values["allowed_dot_input_precisions"]
     assert isinstance(options.hash(), str) and options.hash() == make_backend(
         GPUTarget("cuda", arch, 32)).parse_options({}).hash()
@@ -155,11 +155,9 @@ def test_launch_hooks_get_lazy_metadata(interpreter_target):
     kernel = triton.jit(launch_metadata=flops)(scaled_add.fn)
     compiled = triton.compile(ASTSource(kernel, SIGNATURE, {"BLOCK": 64}), target=interpreter_target)
     x, y, out = (np.ones(8, np.float32) for _ in range(3))
-    knobs.runtime.launch_enter_hook = lambda metadata: seen.append(metadata)
-    try:
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook.add(seen.append)
         compiled[(1, 1, 1)](x, y, out, 8, 1.0, 64)
-    finally:
-        knobs.runtime.launch_enter_hook = None
     (metadata,) = seen
     assert isinstance(metadata, LazyDict) and not hook_calls
     assert metadata.get()["flops"] == 16 and metadata["name"] == "scaled_add" and hook_calls == [8]
@@ -229,3 +227,36 @@ def test_set_allocator_is_kept_and_launches_do_not_need_it():
     assert _allocation.allocator.get() is None
     with pytest.raises(TypeError, match="callable"):
         triton.set_allocator(42)
+
+
+def test_the_compilation_listener_hears_each_compilation_with_its_times(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    heard = []
+    target = GPUTarget("cuda", 90, 32)
+    src = ASTSource(scaled_add, SIGNATURE, {"BLOCK": 128})
+    with knobs.compilation.scope():
+        knobs.compilation.listener = lambda **event: heard.append(event)
+        compiled = triton.compile(src, target=target)
+        again = triton.compile(src, target=target)
+    triton.compile(src, target=target)  # listener gone with the scope
+    (miss, hit) = heard
+    assert not miss["cache_hit"] and hit["cache_hit"] and miss["src"] is src
+    assert miss["metadata"]["hash"] == compiled.hash == again.hash and miss["metadata"]["target"] == target
+    times = miss["times"]
+    assert [stage for stage, _ in times.lowering_stages] == ["ttir", "cuda", "cubin"]
+    assert times.ir_initialization > 0 and all(duration > 0 for _, duration in times.lowering_stages)
+    assert times.store_results > 0 and times.total == (
+        times.ir_initialization + sum(duration for _, duration in times.lowering_stages) + times.store_results)
+    assert hit["times"].ir_initialization > 0 and hit["times"].lowering_stages == []
+    assert hit["times"].store_results == 0
+
+
+def test_the_compilation_listener_hears_interpreter_compilations():
+    heard = []
+    with knobs.compilation.scope():
+        knobs.compilation.listener = lambda **event: heard.append(event)
+        compiled = triton.compile(ASTSource(scaled_add, SIGNATURE, {"BLOCK": 64}), target=INTERPRETER_TARGET)
+    (event,) = heard
+    assert not event["cache_hit"] and event["metadata"]["name"] == "scaled_add" == compiled.name
+    assert [stage for stage, _ in event["times"].lowering_stages] == ["ttir"]
+    assert event["times"].total_lowering > 0

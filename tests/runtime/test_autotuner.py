@@ -227,8 +227,12 @@ def test_perf_model_keeps_top_k():
 def test_pruning_errors():
     tuned = triton.autotune(blocks(16, 32), key=[], do_bench=ScriptedBench(),
                             prune_configs_by={"early_config_prune": lambda c, a, **k: []})(add_one_kernel)
-    with pytest.raises(AutotunerError, match="kept no config"):
+    with pytest.raises(AutotunerError) as raised:
         tuned[grid](random_input(8), 8)
+    assert str(raised.value) == ("Autotuner error: No valid autotuner configs after pruning. "
+                                 "`early_config_prune` should return at least one config.")
+    if sys.version_info >= (3, 11):
+        assert raised.value.__notes__ == ["early_config_prune of kernel add_one_kernel returned []"]
     tuned = triton.autotune(blocks(16, 32), key=[], do_bench=ScriptedBench(),
                             prune_configs_by={"perf_model": lambda **k: 0, "top_k": "2"})(add_one_kernel)
     with pytest.raises(TypeError, match="top_k"):

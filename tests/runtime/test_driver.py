@@ -88,6 +88,35 @@ def test_the_driver_follows_where_the_launcher_runs_kernels(monkeypatch):
     assert isinstance(driver.active, driver_module.InterpreterDriver)
 
 
+def test_a_fresh_driver_config_probes_nothing_until_asked(monkeypatch):
+    from tritone.backends.driver import DriverBase
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    config = driver_module.DriverConfig()
+    assert config._active is None and config._default is None
+    interpreter = config.active
+    assert isinstance(interpreter, DriverBase) and config._default is interpreter and config.default is interpreter
+    monkeypatch.delenv("TRITON_INTERPRET")
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 90, 32))
+    gpu = config.default
+    assert isinstance(gpu, driver_module.NvidiaDriver) and isinstance(gpu, DriverBase) and config._default is gpu
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
+    assert config.default is interpreter  # each kind is made once
+
+
+def test_driver_base_asks_subclasses_for_the_whole_interface():
+    from tritone.backends.driver import DriverBase
+
+    class Partial(DriverBase):
+        @classmethod
+        def is_active(cls):
+            return True
+
+    with pytest.raises(TypeError, match="get_current_target"):
+        Partial()
+
+
 def test_set_active_and_reset_active():
     class Fake:
         pass

@@ -284,13 +284,10 @@ def test_kernel_grid_compiles_for_the_gpu_and_launches(gpu, monkeypatch):
 
 def test_launch_hooks_on_the_gpu_path(gpu):
     seen = []
-    knobs.runtime.launch_enter_hook = lambda metadata: seen.append(("enter", metadata["name"], metadata["grid"]))
-    knobs.runtime.launch_exit_hook = lambda metadata: seen.append(("exit", metadata["name"]))
-    try:
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook.add(lambda metadata: seen.append(("enter", metadata["name"], metadata["grid"])))
+        knobs.runtime.launch_exit_hook.add(lambda metadata: seen.append(("exit", metadata["name"])))
         add_kernel[(5,)](*(FakeCudaTensor(a) for a in addresses(3)), 77, BLOCK_SIZE=128)
-    finally:
-        knobs.runtime.launch_enter_hook = None
-        knobs.runtime.launch_exit_hook = None
     assert seen == [("enter", "add_kernel", (5, 1, 1)), ("exit", "add_kernel")]
     assert gpu.launches[-1]["grid"] == (5, 1, 1) and decode(gpu.launches[-1]["arguments"][3:], "i") == [77]
 
@@ -533,3 +530,17 @@ def test_host_time_of_a_launch(on_gpu):
     print(f"\nhost time per launch: kernel[grid](...) {full:.2f} us, plan.launch {plan:.2f} us "
           f"(binding, specialization and cache lookup {full - plan:.2f} us)")
     assert full < 20
+
+
+def test_kernel_load_hooks_on_the_gpu_path(gpu):
+    kernel = triton.jit(add_kernel.fn)
+    seen = []
+    with knobs.runtime.scope():
+        knobs.runtime.kernel_load_start_hook.add(lambda *args: seen.append(("start", *args)))
+        knobs.runtime.kernel_load_end_hook.add(lambda *args: seen.append(("end", *args)))
+        compiled = kernel[(2,)](*(FakeCudaTensor(a) for a in addresses(3)), 50, BLOCK_SIZE=128)
+        kernel[(2,)](*(FakeCudaTensor(a) for a in addresses(3)), 60, BLOCK_SIZE=128)
+    (start, *start_rest), (end, module, function, name, group, digest) = seen
+    assert start == "start" and start_rest == [None, None, "add_kernel", {}, compiled.hash]
+    assert end == "end" and (module, function) == (compiled.module, compiled.function) and function is not None
+    assert name == "add_kernel" and digest == compiled.hash

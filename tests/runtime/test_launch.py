@@ -227,14 +227,11 @@ def test_pre_run_hooks_receive_the_arguments():
 
 def test_launch_hooks():
     seen = []
-    knobs.runtime.launch_enter_hook = lambda metadata: seen.append(("enter", metadata["name"]))
-    knobs.runtime.launch_exit_hook = lambda metadata: seen.append(("exit", metadata["name"]))
-    try:
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook = lambda metadata: seen.append(("enter", metadata["name"]))
+        knobs.runtime.launch_exit_hook = lambda metadata: seen.append(("exit", metadata["name"]))
         x = torch.rand(8)
         scale_kernel[(1,)](x, torch.empty(8), 8, 1.0)
-    finally:
-        knobs.runtime.launch_enter_hook = None
-        knobs.runtime.launch_exit_hook = None
     assert seen == [("enter", "scale_kernel"), ("exit", "scale_kernel")]
 
 
@@ -274,3 +271,68 @@ def test_scalar_argument_kinds():
     out = torch.zeros(4, dtype=torch.float64)
     store_scalars[(1,)](out, 2**40 + 3, -7, True, 0.1)
     assert out.tolist() == [float(2**40 + 3), -7.0, 1.0, float(np.float32(0.1))]
+
+
+def test_launch_hook_chains_see_the_kernels_launch_metadata():
+    def describe(grid, metadata, args):
+        return {"grid": grid, "n": args["n"], "warps": metadata.num_warps}
+
+    kernel = triton.jit(launch_metadata=describe)(scale_kernel.fn)
+    seen = []
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook.add(lambda metadata: seen.append(("enter", metadata.get())))
+        knobs.runtime.launch_exit_hook.add(lambda metadata: seen.append(("exit", metadata["name"])))
+        kernel[(2, 3, 1)](torch.rand(8), torch.empty(8), 8, 1.5, num_warps=2)
+    (enter, entered), exit_seen = seen
+    assert enter == "enter" and exit_seen == ("exit", "scale_kernel")
+    assert entered["grid"] == (2, 3, 1) and entered["n"] == 8 and entered["warps"] == 2
+    scale_kernel[(1,)](torch.rand(8), torch.empty(8), 8, 1.0)  # hooks removed: nothing more
+    assert len(seen) == 2
+
+
+def test_kernel_load_hooks_run_around_loading_once():
+    kernel = triton.jit(scale_kernel.fn)
+    seen = []
+
+    def start(module, function, name, metadata_group, hash):
+        seen.append(("start", module, function, name, hash))
+
+    def end(module, function, name, metadata_group, hash):
+        seen.append(("end", name, hash))
+
+    with knobs.runtime.scope():
+        knobs.runtime.kernel_load_start_hook.add(start)
+        knobs.runtime.kernel_load_end_hook.add(end)
+        compiled = kernel[(1,)](torch.rand(8), torch.empty(8), 8, 2.0)
+        kernel[(1,)](torch.rand(8), torch.empty(8), 8, 3.0)  # already loaded: no hook
+    assert seen == [("start", None, None, "scale_kernel", compiled.hash), ("end", "scale_kernel", compiled.hash)]
+
+
+def test_jit_hooks_run_around_each_compilation():
+    kernel = triton.jit(scale_kernel.fn)
+    before, after = [], []
+    x, out = torch.rand(16), torch.empty(16)
+    with knobs.runtime.scope():
+        knobs.runtime.jit_cache_hook = lambda **info: before.append(info)
+        knobs.runtime.jit_post_compile_hook = lambda **info: after.append(info)
+        kernel[(1,)](x, out, 16, 2.0)
+        kernel[(1,)](x, out, 16, 3.0)  # same specialization: no compilation
+        kernel[(1,)](x, out, 16, 2.0, num_warps=2, enable_fp_fusion=False)
+    assert len(before) == len(after) == 2
+    info = before[1]
+    assert info["compile"]["num_warps"] == 2 and info["compile"]["enable_fp_fusion"] is False
+    assert info["compile"]["signature"]["x_ptr"] == "*fp32" and info["compile"]["constants"][(4,)] == 64
+    assert info["fn"].jit_function is kernel and info["fn"].name == "scale_kernel"
+    assert info["repr"].startswith("scale_kernel[num_warps=2,") and info["is_manual_warmup"] is False
+    assert after[1]["key"] == info["key"] and before[0]["key"] != info["key"]
+
+
+def test_jit_cache_hook_answering_true_skips_the_kernel():
+    kernel = triton.jit(scale_kernel.fn)
+    x, out = torch.rand(8), torch.full((8,), 5.0)
+    with knobs.runtime.scope():
+        knobs.runtime.jit_cache_hook = lambda **info: True
+        assert kernel[(1,)](x, out, 8, 2.0) is None
+    assert torch.equal(out, torch.full((8,), 5.0)) and cache_entries(kernel) == 0
+    kernel[(1,)](x, out, 8, 2.0)
+    torch.testing.assert_close(out, x * 2.0)

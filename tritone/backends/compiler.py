@@ -29,8 +29,9 @@ INTERPRETER_TARGET = GPUTarget("interpreter", 0, 32)
 
 DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 # The fp8 formats the CUDA backend holds and converts on every architecture it
-# targets (fp8e4b15 only reaches the GPU as fp16: `tl.dot` widens it first).
-SUPPORTED_FP8_DTYPES = ("fp8e4nv", "fp8e5")
+# targets (fp8e4b15 in software; `tl.dot` widens it to fp16 first). AMD's fnuz
+# formats (fp8e4b8, fp8e5b16) are refused at compile time, as Triton does on NVIDIA GPUs.
+SUPPORTED_FP8_DTYPES = ("fp8e4b15", "fp8e4nv", "fp8e5")
 
 
 class InvalidOptionError(ValueError, AssertionError):

@@ -378,6 +378,11 @@ class CompiledKernel:
             del self.__dict__["run"]
         if getattr(self, "_plan", None) is not None:
             return
+        from .. import knobs
+
+        hooks = knobs.runtime
+        if hooks.kernel_load_start_hook:
+            hooks.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
         if self.target.backend == INTERPRETER_TARGET.backend:
             from ..runtime.interpreter_launch import InterpreterPlan
 
@@ -391,14 +396,16 @@ class CompiledKernel:
         self.module, self.function = plan.module, plan.function
         self.n_regs, self.n_spills, self.n_max_threads = plan.n_regs, int(plan.n_spills), plan.n_max_threads
         self._plan = plan
+        if hooks.kernel_load_end_hook:
+            hooks.kernel_load_end_hook(self.module, self.function, self.name, self.metadata_group, self.hash)
 
     def launch_metadata(self, grid, stream, *args) -> LazyDict | None:
         """What the launch hooks receive (`name`, `function`, `grid`, `stream`, and
         what the kernel's `launch_metadata` hook adds when read), or None when no
-        enter hook is set."""
+        launch hook is set."""
         from .. import knobs
 
-        if knobs.runtime.launch_enter_hook is None:
+        if not (knobs.runtime.launch_enter_hook or knobs.runtime.launch_exit_hook):
             return None
         metadata = LazyDict({"name": self.name, "function": self.function, "grid": grid, "stream": stream})
         user_hook = self.src.fn.launch_metadata
@@ -413,10 +420,10 @@ class CompiledKernel:
         are accepted as Triton's launchers take them; the loaded kernel is used."""
         if getattr(self, "_plan", None) is None:
             self._init_handles()
-        if enter_hook is not None and launch_metadata is not None:
+        if enter_hook and launch_metadata is not None:
             enter_hook(launch_metadata)
         self._plan.launch(grid_0, grid_1, grid_2, stream, *args)
-        if exit_hook is not None and launch_metadata is not None:
+        if exit_hook and launch_metadata is not None:
             exit_hook(launch_metadata)
 
     def __getitem__(self, grid):
@@ -485,7 +492,10 @@ def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions |
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
-    return ast_to_ir(src.fn, signature, constexprs, frontend_options), frontend_options, kernel_options.debug
+    # The interpreter holds every fp8 format; a GPU only those of its options.
+    supported_fp8 = None if target.backend == INTERPRETER_TARGET.backend else kernel_options.supported_fp8_dtypes
+    module = ast_to_ir(src.fn, signature, constexprs, frontend_options, supported_fp8=supported_fp8)
+    return module, frontend_options, kernel_options.debug
 
 
 def frontend_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
@@ -522,9 +532,12 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     A kernel that cannot be compiled raises `CompilationError` showing the
     kernel's lines; its traceback starts here unless `TRITONE_FULL_TRACEBACK=1`
     (or `TRITON_DEBUG=1`) asks for tritone's internal frames too."""
-    from .. import __tritone_version__
+    from .. import __tritone_version__, knobs
     from ..runtime.launch import active_target
+    from .timer import CompileTimer
 
+    listener = knobs.compilation.listener
+    timer = CompileTimer() if listener else None
     if isinstance(src, (str, os.PathLike)):
         src = IRSource(src)
     if not isinstance(src, (ASTSource, IRSource)):
@@ -544,9 +557,16 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
         if target.backend == "cuda":
             from ..runtime import gpu_compile
 
-            binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options)
-            return CompiledKernel.from_binary(src, kernel_options, binary)
+            binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options, timer=timer)
+            kernel = CompiledKernel.from_binary(src, kernel_options, binary)
+            if listener:
+                _notify(listener, src, kernel, timer, cache_hit=binary.from_cache)
+            return kernel
+        if timer is not None:
+            timer.lowering_started()
         module = build_ir(target)
+        if timer is not None:
+            timer.stage_finished("ttir")
     except CompilationError as error:
         if show_internal_frames():
             raise
@@ -555,4 +575,14 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
         raise short from short.__cause__
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
-    return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)
+    kernel = CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)
+    if listener:
+        _notify(listener, src, kernel, timer, cache_hit=False)
+    return kernel
+
+
+def _notify(listener: Callable[..., None], src: ASTSource | IRSource, kernel: CompiledKernel, timer: Any,
+            cache_hit: bool) -> None:
+    """Tell `knobs.compilation.listener` about a compilation that just ended."""
+    listener(src=src, metadata=kernel.metadata._asdict(), metadata_group=kernel.metadata_group, times=timer.end(),
+             cache_hit=cache_hit)

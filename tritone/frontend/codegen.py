@@ -18,11 +18,11 @@ import ast
 import hashlib
 import inspect
 import operator
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
-from ..ir.types import dtype, parse_type
+from ..ir.types import dtype, parse_type, type_text
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
@@ -616,7 +616,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         return fn(*args, _semantic=self.semantic, **kwargs)
 
 
-def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], options: dict[str, Any]) -> Module:
+def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], options: dict[str, Any],
+              supported_fp8: tuple[str, ...] | None = None) -> Module:
     """Compile the `@jit` function `fn` for one specialisation into an IR module.
 
     `signature` maps each run-time parameter to its IR type (a dtype, or its
@@ -633,7 +634,8 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     `t[0][1]`), has attrs {"kernel": True} (plus `arg_attrs`, docs/IR.md, when
     some argument is divisible by 16) and ends with `return()`; the module's
     attrs carry the options. Raises CompilationError (or a subclass) naming the
-    user's source line for every problem in the kernel.
+    user's source line for every problem in the kernel. With `supported_fp8`
+    (the target's fp8 formats), a value of any other fp8 format is such a problem.
     """
     options = dict(options)
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
@@ -656,6 +658,8 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
 
     module = Module(entry=fn.__name__, attrs={k: v for k, v in options.items() if _is_attr_value(v)})
     builder = Builder()
+    if supported_fp8 is not None:
+        builder.check_type = fp8_type_check(tuple(supported_fp8))
     semantic = Semantic(builder, options)
     ctx = ModuleContext(module, builder, semantic, options)
     semantic.call_jit_function = ctx.call_jit_for_region
@@ -671,6 +675,22 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
             scope[name] = _argument_value(signature[name], arguments)
     FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
     return module
+
+
+def fp8_type_check(supported: tuple[str, ...]) -> Callable[[dtype], None]:
+    """A `Builder.check_type` refusing values of the fp8 formats not in
+    `supported` (the target's `supported_fp8_dtypes`), in blocks or behind
+    pointers too, with Triton's words: the frontend reports it at the user's line."""
+
+    def check(ty: dtype) -> None:
+        ty = ty.scalar
+        while ty.is_ptr():
+            ty = ty.element_ty.scalar
+        if ty.is_fp8() and type_text(ty) not in supported:
+            raise ValueError(f"type {ty} not supported in this architecture. "
+                             f"The supported fp8 dtypes are {supported}")
+
+    return check
 
 
 def _typed_leaves(entry: Any, path: tuple) -> Iterator[tuple[tuple, Any]]:

@@ -10,7 +10,7 @@ block arguments. Functions own one region; a `Module` owns functions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .types import dtype, type_text
 
@@ -185,6 +185,9 @@ class Builder:
         self.region = region
         self.index: int | None = None  # None: append at the end
         self.loc = UNKNOWN_LOC
+        # Called with each result type of each operation created; raises for a
+        # type the target cannot hold (the frontend sets it from the options).
+        self.check_type: Callable[[dtype], None] | None = None
 
     def set_insertion_point_to_end(self, region: Region) -> None:
         self.region = region
@@ -205,6 +208,9 @@ class Builder:
                loc: Location | None = None) -> Operation:
         if self.region is None:
             raise RuntimeError("builder has no insertion point")
+        if self.check_type is not None:
+            for result_type in result_types:
+                self.check_type(result_type)
         op = Operation(name, operands, result_types, attrs, regions, loc or self.loc)
         if self.index is None:
             self.region.append(op)

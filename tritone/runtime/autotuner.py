@@ -58,12 +58,17 @@ PROGRESS_MIN_CONFIGS = 4
 
 
 class AutotunerError(TritonError):
-    """Autotuning could not choose a config. `failures` holds `(config,
-    exception)` for each config that was tried and failed."""
+    """Autotuning could not choose a config; reads "Autotuner error: <message>",
+    as Triton's. `failures` holds `(config, exception)` for each config that was
+    tried and failed."""
 
     def __init__(self, message: str, failures: Iterable[tuple[Config, BaseException]] = ()):
+        self.error_message = message
         self.failures = list(failures)
         super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"Autotuner error: {self.error_message}"
 
 
 class Config:
@@ -340,8 +345,12 @@ class Autotuner(KernelInterface):
         if self.early_config_prune:
             pruned = self.early_config_prune(self.configs, self.nargs, **kwargs)
             if not pruned:
-                raise AutotunerError(f"early_config_prune of kernel {self.base_fn.__name__} kept no config; "
-                                     "it must return at least one")
+                # Triton's exact words, which tests compare; the note names the kernel.
+                error = AutotunerError("No valid autotuner configs after pruning. "
+                                       "`early_config_prune` should return at least one config.")
+                if hasattr(error, "add_note"):  # Python 3.11 and later
+                    error.add_note(f"early_config_prune of kernel {self.base_fn.__name__} returned {pruned!r}")
+                raise error
         if self.perf_model:
             top_k = self.configs_top_k
             if isinstance(top_k, float) and top_k <= 1.0:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends.compiler import INTERPRETER_TARGET, GPUTarget
+from ..backends.driver import DriverBase
 from ..errors import OutOfResources, TritonError
 from . import cuda_driver
 from .cuda_driver import FunctionAttribute
@@ -171,7 +172,7 @@ class HostFlushBuffer:
         return self
 
 
-class InterpreterDriver:
+class InterpreterDriver(DriverBase):
     """Kernels run in the CPU interpreter (`TRITON_INTERPRET=1`, or no usable GPU)."""
 
     backend = "interpreter"
@@ -386,7 +387,7 @@ _gpu_usable: bool | None = None
 _gpu_probe_lock = threading.Lock()
 
 
-class NvidiaDriver:
+class NvidiaDriver(DriverBase):
     """Kernels run on an NVIDIA GPU through the CUDA driver API."""
 
     backend = "cuda"
@@ -479,20 +480,23 @@ class DriverConfig:
 
     def __init__(self):
         self._active: Any = None
-        self._interpreter: InterpreterDriver | None = None
-        self._nvidia: NvidiaDriver | None = None
+        # The driver `default` answered last (None before its first use: nothing
+        # is probed at import), and each kind made so far, kept for when
+        # TRITON_INTERPRET switches back.
+        self._default: InterpreterDriver | NvidiaDriver | None = None
+        self._made: dict[str, InterpreterDriver | NvidiaDriver] = {}
 
     @property
     def default(self) -> InterpreterDriver | NvidiaDriver:
         """The driver of where the launcher runs kernels: the interpreter when
         TRITON_INTERPRET is set or no GPU is usable, else the GPU."""
-        if _launch_target().backend != NvidiaDriver.backend:
-            if self._interpreter is None:
-                self._interpreter = InterpreterDriver()
-            return self._interpreter
-        if self._nvidia is None:
-            self._nvidia = NvidiaDriver()
-        return self._nvidia
+        kind = NvidiaDriver if _launch_target().backend == NvidiaDriver.backend else InterpreterDriver
+        if type(self._default) is not kind:
+            made = self._made.get(kind.backend)
+            if made is None:
+                made = self._made[kind.backend] = kind()
+            self._default = made
+        return self._default
 
     @property
     def active(self) -> Any:

@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import knobs
 from ..backends.compiler import GPUTarget, KernelOptions, check_ctas_for
@@ -26,6 +26,9 @@ from ..ir.printer import print_module
 from . import cuda_driver, libs
 from .cache import KernelCache, default_cache, triton_key
 from .nvrtc import CompileResult, NVRTCError
+
+if TYPE_CHECKING:
+    from ..compiler.timer import CompileTimer
 
 KEY_DIGITS = 32
 # The CUDA backend's entry point: (module, compute capability, options) -> (source, entry name, metadata).
@@ -141,7 +144,8 @@ _DEFAULT: Any = object()
 def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Module], target: GPUTarget,
                    options: KernelOptions, *, toolchain: Toolchain | None = None,
                    cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
-                   always_compile: bool | None = None, line_info: bool | None = None) -> GPUBinary:
+                   always_compile: bool | None = None, line_info: bool | None = None,
+                   timer: CompileTimer | None = None) -> GPUBinary:
     """Compile kernel `name` for `target`, or take it from the cache.
 
     `src_hash` identifies the source and specialization (`ASTSource.hash()`);
@@ -151,7 +155,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     of `select_toolchain`, the cache of TRITON_CACHE_DIR (None: no disk cache),
     the CUDA backend's `generate_cuda`, TRITON_ALWAYS_COMPILE (skip cache reads,
     still write) and line information unless TRITON_DISABLE_LINE_INFO is set.
-    NVRTC failures raise `NVRTCCompileError` naming the kernel."""
+    NVRTC failures raise `NVRTCCompileError` naming the kernel. A `timer` is told
+    where the lowering starts and each stage ("ttir", "cuda", "ptx" or "cubin") ends."""
     if options.arch is None:  # an `arch` option was checked when the options were made
         check_ctas_for(options, int(target.arch))
     toolchain = toolchain or select_toolchain(target, forced=knobs.nvidia.target is not None)
@@ -164,12 +169,18 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
         if entry is not None and _usable(entry.files, entry.metadata):
             return GPUBinary(key, _asm_from_files(entry.files), _metadata_from_json(entry.metadata), True)
 
+    if timer is not None:
+        timer.lowering_started()
     codegen_target = GPUTarget(target.backend, toolchain.arch, target.warp_size)
     module = build_ir(codegen_target)
     ttir = print_module(module)
+    if timer is not None:
+        timer.stage_finished("ttir")
     source, entry_name, generated = (generate or _cuda_generator())(module, toolchain.arch, options)
     if not line_info:
         source = without_line_directives(source)
+    if timer is not None:
+        timer.stage_finished("cuda")
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
                                             options=nvrtc_options(options, generated, line_info=line_info),
@@ -179,6 +190,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
         raise NVRTCCompileError(
             f"kernel {name}: {error.message}" + (f"\nthe generated CUDA is in {where}" if where else ""),
             log=error.log, call=error.call, code=error.code) from None
+    if timer is not None:
+        timer.stage_finished("ptx" if result.cubin is None else "cubin")
 
     metadata = {
         **{k: v for k, v in generated.items() if k not in ("nvrtc_options",)},

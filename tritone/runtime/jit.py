@@ -460,6 +460,16 @@ class _CacheKeyWalk(threading.local):
 _cache_key_walk = _CacheKeyWalk()
 
 
+@dataclass(frozen=True)
+class JitFunctionInfo:
+    """What `knobs.runtime.jit_cache_hook` and `jit_post_compile_hook` receive as
+    `fn`: the kernel's module name, qualified name and JITFunction."""
+
+    module: str
+    name: str
+    jit_function: JITFunction
+
+
 class JITFunction(KernelInterface[T]):
     """A kernel (or a device function it calls): a Python function compiled on
     first launch for each specialization of its arguments.

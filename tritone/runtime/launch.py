@@ -365,13 +365,15 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)
     if kernel is None:
         try:
-            kernel = _specialized(fn, args, kwargs, cache, site[0], options_key, extra, always_compile)
+            kernel = _specialized(fn, args, kwargs, cache, site, options_key, extra, always_compile, warmup)
         except CompilationError as error:
             if show_internal_frames():
                 raise
             __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
             short = without_internal_frames(error)
             raise short from short.__cause__
+        if kernel is None:  # knobs.runtime.jit_cache_hook asked to skip it
+            return None
         cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
@@ -385,7 +387,8 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     if callable(grid):
         grid = grid(dict(zip(fn.arg_names, values)))
     grid_x, grid_y, grid_z = _grid_dims(grid, fn.__name__)
-    if knobs.runtime.launch_enter_hook is None:
+    hooks = knobs.runtime
+    if not (hooks.launch_enter_hook or hooks.launch_exit_hook):
         plan.launch(grid_x, grid_y, grid_z, stream, *values)
         if (not extra and not always_compile and not fn.pre_run_hooks and not fn.used_global_vals
                 and site[1] is not None and knob_values is _launch_knobs_defaults and not _launch_knobs.assigned):
@@ -401,7 +404,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
         return kernel
     metadata = kernel.launch_metadata((grid_x, grid_y, grid_z), stream, *values)
     kernel.run(grid_x, grid_y, grid_z, stream, kernel.function, kernel.packed_metadata, metadata,
-               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+               hooks.launch_enter_hook, hooks.launch_exit_hook, *values)
     return kernel
 
 
@@ -508,7 +511,8 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     keys = "".join(f"{prefix}k{index}, " for index in range(len(fn.params)))
     lines = [
         f"def {fn.__name__}({p}grid, {parameter_list(fn, namespace, prefix)}):",
-        f"    if {p}options or {p}assigned or not ({environ_check}) or {p}runtime.launch_enter_hook is not None:",
+        (f"    if ({p}options or {p}assigned or not ({environ_check}) or {p}runtime.launch_enter_hook"
+         f" or {p}runtime.launch_exit_hook):"),
         f"        {general}",
     ]
     if inline is not None:
@@ -556,10 +560,12 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     return dispatch
 
 
-def _specialized(fn: JITFunction, args: tuple, kwargs: dict[str, Any], cache: dict, target: GPUTarget,
-                 options_key: tuple, extra: dict[str, Any], always_compile: bool) -> compiler.CompiledKernel:
+def _specialized(fn: JITFunction, args: tuple, kwargs: dict[str, Any], cache: dict,
+                 site: tuple[GPUTarget, int | None], options_key: tuple, extra: dict[str, Any], always_compile: bool,
+                 warmup: bool) -> compiler.CompiledKernel | None:
     """The kernel for these arguments' full specialization: from `cache`, else
-    compiled (and added)."""
+    compiled (and added), with `knobs.runtime.jit_cache_hook` called before and
+    `jit_post_compile_hook` after; None when the cache hook answers true."""
     binder = fn._binder
     if binder is None:
         binder = fn._binder = make_binder(fn)
@@ -568,8 +574,35 @@ def _specialized(fn: JITFunction, args: tuple, kwargs: dict[str, Any], cache: di
     kernel = None if always_compile else cache.get(key)
     if kernel is None:
         options = _options(options_key, extra, fn.debug)
-        kernel = compiler.compile(_source_for(fn, bound, specialization), target=target, options=options)
+        source = _source_for(fn, bound, specialization)
+        hooks = knobs.runtime
+        if hooks.jit_cache_hook and _call_jit_hook(hooks.jit_cache_hook, fn, source, key, options, site[1], warmup):
+            return None
+        kernel = compiler.compile(source, target=site[0], options=options)
         cache[key] = kernel
+        if hooks.jit_post_compile_hook:
+            _call_jit_hook(hooks.jit_post_compile_hook, fn, source, key, options, site[1], warmup)
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
     return kernel
+
+
+def _call_jit_hook(hook: Callable[..., Any], fn: JITFunction, source: compiler.ASTSource, key: tuple,
+                   options: KernelOptions, device: int | None, warmup: bool) -> Any:
+    """Call a `jit_cache_hook` / `jit_post_compile_hook` as Triton does, describing
+    the compilation of `source` with `options` (the `compile` dictionary holds the
+    options a hook may look at, as their KernelOptions values); its answer."""
+    from .jit import JitFunctionInfo
+
+    types = ", ".join(f"{name}: {type_name}" for name, type_name in source.signature.items())
+    described = ", ".join(f"{name}={getattr(options, name)}" for name in (
+        "num_warps", "num_ctas", "num_stages", "enable_fp_fusion", "launch_cooperative_grid"))
+    compile_info = {
+        "key": key, "signature": dict(source.signature), "device": device, "constants": dict(source.constants),
+        "num_warps": options.num_warps, "num_ctas": options.num_ctas, "num_stages": options.num_stages,
+        "enable_fp_fusion": options.enable_fp_fusion, "launch_cooperative_grid": options.launch_cooperative_grid,
+        "extern_libs": options.extern_libs, "configs": [dict(source.attrs)], "is_warmup": warmup,
+    }
+    return hook(key=key, repr=f"{fn.__qualname__}[{described}]({types})",
+                fn=JitFunctionInfo(fn.__module__, fn.__qualname__, fn), compile=compile_info,
+                is_manual_warmup=warmup, already_compiled=False)

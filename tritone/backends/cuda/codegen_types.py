@@ -23,6 +23,7 @@ _SCALAR_CTYPES = {
     "bf16": "tt_bf16",
     "fp8e4nv": "tt_fp8e4nv",
     "fp8e5": "tt_fp8e5",
+    "fp8e4b15": "tt_fp8e4b15",
     "fp32": "float",
     "fp64": "double",
 }
@@ -31,7 +32,7 @@ _SCALAR_CTYPES = {
 _UNSIGNED = {1: "unsigned", 8: "unsigned", 16: "unsigned", 32: "unsigned", 64: "unsigned long long"}
 
 # Narrow floats: stored as bits, computed in fp32.
-NARROW_FLOATS = ("fp16", "bf16", "fp8e4nv", "fp8e5")
+NARROW_FLOATS = ("fp16", "bf16", "fp8e4nv", "fp8e5", "fp8e4b15")
 
 
 class UnsupportedType(TypeError):
@@ -80,12 +81,13 @@ def narrow(expr: str, ty: dtype, rounding: str = "rtne") -> str:
     return f"tt_f32_to_{_SHORT[name]}{suffix}({expr})"
 
 
-_SHORT = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5"}
+_SHORT = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp8e4b15": "fp8e4b15"}
 
 
-def _fp8_bits(value: float, exponent_bits: int, mantissa_bits: int) -> int:
-    """The code of `value`, which must be representable in the fp8 format."""
-    bias = (1 << (exponent_bits - 1)) - 1
+def _fp8_bits(value: float, exponent_bits: int, mantissa_bits: int, bias: int | None = None) -> int:
+    """The code of `value`, which must be representable in the fp8 format
+    (exponent `bias` by default the IEEE one, 2**(exponent_bits - 1) - 1)."""
+    bias = (1 << (exponent_bits - 1)) - 1 if bias is None else bias
     for code in range(256):
         sign = -1.0 if code & 0x80 else 1.0
         e = (code >> mantissa_bits) & ((1 << exponent_bits) - 1)
@@ -135,6 +137,8 @@ def literal(value, ty: dtype) -> str:
         bits = 0x7C if value > 0 else 0xFC
     elif name == "fp8e5":
         bits = 0x7F if math.isnan(value) else _fp8_bits(value, 5, 2)
+    elif name == "fp8e4b15":  # every code is a number: no NaN or inf constant reaches here
+        bits = _fp8_bits(value, 4, 3, bias=15)
     else:
         raise UnsupportedType(f"the CUDA backend has no representation for {ty}")
     return f"{ctype(ty)}{{0x{bits:x}}}"

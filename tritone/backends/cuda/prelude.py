@@ -197,6 +197,36 @@ TT_DEVICE tt_fp8e4nv tt_f32_to_fp8e4nv_rz(float x) {
 }
 """
 
+# Triton's fp8e4b15 (e4m3 with exponent bias 15, every code a number) in
+# software on every target, as the interpreter's reference (interpreter/floats.py):
+# widening is exact (0x7f is 1.875); narrowing rounds to nearest even (or toward
+# zero) with subnormals, and a result above 1.875, an infinity or a NaN becomes
+# +-1.75 with the input's sign.
+_FP8_E4B15 = r"""
+struct tt_fp8e4b15 { unsigned char bits; };
+TT_DEVICE float tt_fp8e4b15_to_f32(tt_fp8e4b15 x) {
+  unsigned b = x.bits, s = (b & 0x80u) << 24, e = (b >> 3) & 0xfu, m = b & 7u;
+  if (e == 0) { float v = (float)m * 7.62939453125e-06f; return s ? -v : v; }  // m * 2^-17
+  return __uint_as_float(s | ((e + 112u) << 23) | (m << 20));
+}
+TT_DEVICE tt_fp8e4b15 tt_fp8e4b15_from_magnitude(unsigned s, unsigned code) {
+  return tt_fp8e4b15{(unsigned char)(s | (code > 0x7fu ? 0x7eu : code))};
+}
+TT_DEVICE tt_fp8e4b15 tt_f32_to_fp8e4b15(float x) {
+  unsigned u = __float_as_uint(x), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return tt_fp8e4b15{(unsigned char)(s | 0x7eu)};
+  if (a < 0x38800000u) return tt_fp8e4b15_from_magnitude(s, (unsigned)rintf(__uint_as_float(a) * 131072.0f));
+  a += 0x7ffffu + ((a >> 20) & 1u);
+  return tt_fp8e4b15_from_magnitude(s, (a >> 20) - (112u << 3));
+}
+TT_DEVICE tt_fp8e4b15 tt_f32_to_fp8e4b15_rz(float x) {
+  unsigned u = __float_as_uint(x), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return tt_fp8e4b15{(unsigned char)(s | 0x7eu)};
+  if (a < 0x38800000u) return tt_fp8e4b15_from_magnitude(s, (unsigned)truncf(__uint_as_float(a) * 131072.0f));
+  return tt_fp8e4b15_from_magnitude(s, (a >> 20) - (112u << 3));
+}
+"""
+
 _INT_CONVERSIONS = r"""
 // ---- float -> int: truncate toward zero, saturate, NaN -> 0 (cvt.rzi) ---------------
 #define TT_CVT_RZI(NAME, DST, SRC, INSN, DC, SC) \
@@ -361,6 +391,7 @@ def prelude(target: int) -> str:
     parts.append(_BF16_NATIVE if target >= 80 else _BF16_SOFTWARE)
     parts.append(_FP8_NATIVE if target >= 89 else _FP8_SOFTWARE)
     parts.append(_FP8_COMMON)
+    parts.append(_FP8_E4B15)
     parts.append(_INT_CONVERSIONS)
     parts.append(_MATH)
     parts.append(_MAX_NAN_NATIVE if target >= 80 else _MAX_NAN_SOFTWARE)
