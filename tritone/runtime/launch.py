@@ -602,6 +602,7 @@ def _call_jit_hook(hook: Callable[..., Any], fn: JITFunction, source: compiler.A
         "num_warps": options.num_warps, "num_ctas": options.num_ctas, "num_stages": options.num_stages,
         "enable_fp_fusion": options.enable_fp_fusion, "launch_cooperative_grid": options.launch_cooperative_grid,
         "extern_libs": options.extern_libs, "configs": [dict(source.attrs)], "is_warmup": warmup,
+        "specialization_data": specialization_data(fn, source, options, key),
     }
     return hook(key=key, repr=f"{fn.__qualname__}[{described}]({types})",
                 fn=JitFunctionInfo(fn.__module__, fn.__qualname__, fn), compile=compile_info,
