@@ -61,6 +61,25 @@ def test_compile_for_a_cuda_target_needs_no_gpu(cache_dir):
     assert kernel.ir.entry == "scaled_add" and "tt.func @scaled_add" in print_module(kernel.ir)
 
 
+@triton.jit
+def exp2(data):
+    # Named like a function CUDA's headers declare with C linkage.
+    offsets = tl.arange(0, 128)
+    tl.store(data + offsets, tl.math.exp2(tl.load(data + offsets)))
+
+
+@pytest.mark.parametrize("ftz", [True, False])
+def test_a_kernel_named_like_a_cuda_function_compiles_and_exp2_follows_reflect_ftz(cache_dir, ftz):
+    kernel = triton.compile(ASTSource(exp2, {"data": "*fp32"}), target=GPUTarget("cuda", 90, 32),
+                            options={"enable_reflect_ftz": ftz})
+    assert kernel.name == "exp2"
+    entry = kernel.metadata.entry
+    assert entry != "exp2" and f".entry {entry}(" in kernel.asm["ptx"]
+    # Without ftz, 2**-127 (a denormal) must survive: no flushing ex2.
+    assert ("ex2.approx.ftz.f32" in kernel.asm["ptx"]) == ftz
+    assert ("ex2.approx.f32" in kernel.asm["ptx"]) != ftz
+
+
 def test_a_second_compile_comes_from_the_disk_cache(cache_dir, monkeypatch):
     first = triton.compile(inductor_source(), target=GPUTarget("cuda", 86, 32), options=INDUCTOR_OPTIONS)
     monkeypatch.setattr(compiler_module, "make_ir", lambda *args: pytest.fail("the frontend ran on a cache hit"))

@@ -56,8 +56,8 @@ def generate_cuda(module: Module, target: int, options: Any = None) -> tuple[str
     (80 = sm_80) and return (CUDA C++ source, kernel name, metadata).
 
     `options` is a `KernelOptions`, a mapping or None: `num_warps` (the module's
-    `num_warps` attribute wins when set), `enable_fp_fusion`, `debug`. The module
-    is rewritten in place by the GPU passes. Metadata: `name`, `num_warps`,
+    `num_warps` attribute wins when set), `enable_fp_fusion`, `enable_reflect_ftz`,
+    `debug`. The module is rewritten in place by the GPU passes. Metadata: `name`, `num_warps`,
     `threads`, `shared` (dynamic shared memory bytes to launch with), `target`,
     `params` ((name, C type, bytes) per kernel argument). Raises `OutOfResources`
     when the kernel needs more shared memory than the target has."""
@@ -65,6 +65,7 @@ def generate_cuda(module: Module, target: int, options: Any = None) -> tuple[str
     module.attrs["num_warps"] = num_warps
     codegen_options = CodegenOptions(num_warps=num_warps,
                                      enable_fp_fusion=bool(_option(options, "enable_fp_fusion", True)),
+                                     enable_reflect_ftz=bool(_option(options, "enable_reflect_ftz", True)),
                                      debug=bool(_option(options, "debug", False)))
     ctx = PassContext(MappingProxyType({"num_warps": num_warps, "target": target}))
     for pass_module in GPU_PASSES:

@@ -60,6 +60,9 @@ class CodegenOptions:
 
     num_warps: int = 4
     enable_fp_fusion: bool = True
+    # Whether fp32 exp2 may flush denormals (`ex2.approx.ftz`), as upstream's
+    # enable_reflect_ftz asks.
+    enable_reflect_ftz: bool = True
     debug: bool = False
 
 

@@ -250,7 +250,11 @@ def emit_math(em: Emitter, op: Operation) -> None:
     table = {"fp32": _MATH_F32, "fp64": _MATH_F64}.get(type_text(ty))
     if table is None:
         raise CodegenError(f"{op.name} on {ty} at {op.loc}: only fp32 and fp64")
-    function = libdevice_call(em, table[op.name], ty, [ty])
+    symbol = table[op.name]
+    if symbol == "tt_exp2_f32" and not em.options.enable_reflect_ftz:
+        # Denormal results (2**-127 and below) are kept when the kernel asks for no flushing.
+        symbol = "tt_exp2_noftz_f32"
+    function = libdevice_call(em, symbol, ty, [ty])
     elementwise(em, op, lambda xs: f"{function}({xs[0]})")
 
 

@@ -245,6 +245,11 @@ TT_DEVICE float tt_exp2_f32(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
+TT_DEVICE float tt_exp2_noftz_f32(float x) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 TT_DEVICE float tt_sqrt_f32(float x) {
   float r;
   asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
