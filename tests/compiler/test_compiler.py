@@ -148,3 +148,28 @@ def test_source_errors(interpreter):
         triton.compile(42)
     with pytest.raises(FileNotFoundError):
         triton.compile("no such kernel.ttir")
+
+
+def _specialization_name(specialization):
+    ones = "_".join(k for k, v in specialization.constants.items() if v == 1)
+    return f"copy_{specialization.signature['src']}_{ones}"
+
+
+def _copy_one(src, dst, step):
+    tl.store(dst + step, tl.load(src))
+
+
+copy_named = triton.jit(repr=_specialization_name)(_copy_one)
+
+
+@pytest.mark.parametrize("target", [None, GPUTarget("cuda", 80, 32)])
+def test_jit_repr_names_the_compiled_kernel(interpreter, cache_dir, target):
+    # An int argument equal to 1 is specialised as a constexpr, which the repr sees by name.
+    kernel = copy_named.warmup(np.zeros(1, np.float32), np.zeros(2, np.float32), 1, grid=(1,)) if target is None \
+        else triton.compile(ASTSource(copy_named, {"src": "*fp32", "dst": "*fp32", "step": "constexpr"},
+                                      {"step": 1}), target=target)
+    assert kernel.name == kernel.metadata.name == "copy_*fp32_step"
+    if target is not None:
+        # The entry and the cache files keep the function's name.
+        assert kernel.metadata.entry == "_copy_one" and ".entry _copy_one(" in kernel.asm["ptx"]
+        assert (cache_dir / _base32(kernel.hash) / "_copy_one.cubin").is_file()
