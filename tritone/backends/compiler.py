@@ -28,6 +28,11 @@ class GPUTarget:
 INTERPRETER_TARGET = GPUTarget("interpreter", 0, 32)
 
 DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+
+
+class OptionError(ValueError, AssertionError):
+    """An option value no kernel can be compiled with. Triton asserts on some of
+    these (`num_warps` not a power of 2), so callers catching either class see it."""
 # The fp8 formats the CUDA backend holds and converts on every architecture it
 # targets (fp8e4b15 only reaches the GPU as fp16: `tl.dot` widens it first).
 SUPPORTED_FP8_DTYPES = ("fp8e4nv", "fp8e5")
@@ -41,11 +46,13 @@ class KernelOptions:
     The field names are those of Triton's `CUDAOptions`, so every option Triton
     accepts is accepted. Some are kept without changing what tritone generates:
     `ptx_version`, `ptx_options` (NVRTC compiles C++, not PTX with ptxas
-    options), `ir_override`, `enable_reflect_ftz` (libdevice is linked by NVRTC),
+    options), `ir_override`,
     `extern_libs` (kept as a tuple of (name, path) pairs; libdevice is NVRTC's),
     `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
     reported to callers such as TorchInductor), `backend_name`, `arch` (the
-    target decides), `instrumentation_mode`. `warp_size` must be 32.
+    target decides what is generated; an arch before sm90 refuses num_ctas > 1,
+    as Triton does), `instrumentation_mode`. `enable_reflect_ftz` decides
+    whether fp32 `exp2` flushes denormals. `warp_size` must be 32.
     `allowed_dot_input_precisions` limits what `tl.dot(input_precision=...)`
     accepts."""
 
@@ -88,7 +95,7 @@ class KernelOptions:
             raise ValueError(f"allowed_dot_input_precisions must be among {DOT_INPUT_PRECISIONS}, got {unknown}")
         warps = self.num_warps
         if not isinstance(warps, int) or warps < 1 or warps & (warps - 1):
-            raise ValueError(f"num_warps must be a power of 2, got {warps!r}")
+            raise OptionError(f"num_warps must be a power of 2, got {warps!r}")
         if not isinstance(self.num_ctas, int) or self.num_ctas < 1:
             raise ValueError(f"num_ctas must be a positive integer, got {self.num_ctas!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 0:
@@ -197,6 +204,19 @@ class BaseBackend:
         return f"{type(self).__name__}({self.target!r})"
 
 
+def check_cuda_options(options: KernelOptions, target: GPUTarget) -> None:
+    """ValueError when `options` ask what the CUDA architecture (`options.arch`,
+    `"sm80"` or `80`, else the target's) cannot do: num_ctas > 1 before sm90."""
+    arch = options.arch if options.arch is not None else target.arch
+    digits = str(arch).lower().removeprefix("sm").lstrip("_").rstrip("a")
+    if not digits.isdigit():
+        raise ValueError(f"arch must name a CUDA architecture such as 'sm90', got {arch!r}")
+    capability = int(digits)
+    if options.num_ctas > 1 and capability < 90:
+        raise ValueError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper). Current target is sm_{capability}. "
+                         f"Please set num_ctas=1 or target an SM90+ GPU.")
+
+
 class CUDABackend(BaseBackend):
     """NVIDIA GPUs: `GPUTarget("cuda", capability, 32)`."""
 
@@ -205,6 +225,11 @@ class CUDABackend(BaseBackend):
     @staticmethod
     def supports_target(target: GPUTarget) -> bool:
         return target.backend == "cuda"
+
+    def parse_options(self, options: dict[str, Any]) -> KernelOptions:
+        parsed = super().parse_options(options)
+        check_cuda_options(parsed, self.target)
+        return parsed
 
     def option_defaults(self) -> dict[str, Any]:
         capability = int(self.target.arch)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, KernelOptions
+from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, KernelOptions, check_cuda_options
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
 from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
 
@@ -545,6 +545,7 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
         if target.backend == "cuda":
             from ..runtime import gpu_compile
 
+            check_cuda_options(kernel_options, target)
             binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options)
             return CompiledKernel.from_binary(src, kernel_options, binary)
         module = build_ir(target)
