@@ -119,11 +119,21 @@ def _rebuild_compilation_error(cls: type, src: str | None, node: ast.AST | None,
 
 def without_internal_frames(error: CompilationError) -> CompilationError:
     """`error` made ready to be raised again at a public entry point (`compile`,
-    `kernel[grid](...)`, `warmup`): its traceback through tritone's internals and
-    its chain of underlying exceptions are dropped, so what Python prints is the
-    user's call and the kernel lines the message shows. The callee errors stay
-    reachable through `error.callee`."""
-    error.__cause__ = None
+    `kernel[grid](...)`, `warmup`) with `raise error from error.__cause__`: its
+    traceback through tritone's internals is dropped, so what Python prints is
+    the user's call and the kernel lines the message shows. Its cause becomes
+    the exception that started it (the ValueError of `tl.program_id(20)`, say),
+    without traceback or chain of its own, which Triton's callers read
+    (`str(error.__cause__)`); None when the error began as a CompilationError
+    (`tl.static_assert`). The callee errors stay reachable through `error.callee`."""
+    root: BaseException | None = error
+    while isinstance(root, CompilationError):
+        root = root.__cause__
+    if root is not None:
+        root.__cause__ = None
+        root.__suppress_context__ = True
+        root = root.with_traceback(None)
+    error.__cause__ = root
     error.__suppress_context__ = True
     return error.with_traceback(None)
 

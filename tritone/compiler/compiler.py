@@ -553,7 +553,8 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
         if show_internal_frames():
             raise
         __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
-        raise without_internal_frames(error) from None
+        error = without_internal_frames(error)
+        raise error from error.__cause__
     digest = hashlib.sha256("\n".join([
         src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
     return CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)

@@ -331,7 +331,8 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
             if show_internal_frames():
                 raise
             __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
-            raise without_internal_frames(error) from None
+            error = without_internal_frames(error)
+            raise error from error.__cause__
         cache.by_arguments[lookup_key] = kernel
     elif fn.used_global_vals:
         fn.check_globals_unchanged()
