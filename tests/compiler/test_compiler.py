@@ -80,6 +80,27 @@ def test_a_kernel_named_like_a_cuda_function_compiles_and_exp2_follows_reflect_f
     assert ("ex2.approx.f32" in kernel.asm["ptx"]) != ftz
 
 
+@triton.jit
+def _roll(a1, b1_last, b1_cur, a2, b2_last, b2_cur):
+    return a1 + a2, tl.where(a2 == 1, b1_cur, 0) + b2_last, b2_cur
+
+
+@triton.jit
+def roll_rows(X, Z, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    # The combine's constants 0 and 1 equal constants of the kernel body.
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(X + offs)
+    _, z, _ = tl.associative_scan((1 + 0 * x, 0 * x, x), axis=AXIS, combine_fn=_roll)
+    tl.store(Z + offs, z)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_scan_whose_combine_shares_constants_with_the_kernel_compiles(cache_dir, axis):
+    kernel = triton.compile(ASTSource(roll_rows, {"X": "*i32", "Z": "*i32"}, {"M": 16, "N": 32, "AXIS": axis}),
+                            target=GPUTarget("cuda", 90, 32))
+    assert ".entry roll_rows(" in kernel.asm["ptx"]
+
+
 def test_a_second_compile_comes_from_the_disk_cache(cache_dir, monkeypatch):
     first = triton.compile(inductor_source(), target=GPUTarget("cuda", 86, 32), options=INDUCTOR_OPTIONS)
     monkeypatch.setattr(compiler_module, "make_ir", lambda *args: pytest.fail("the frontend ran on a cache hit"))
