@@ -119,20 +119,21 @@ def _rebuild_compilation_error(cls: type, src: str | None, node: ast.AST | None,
 
 def without_internal_frames(error: CompilationError) -> CompilationError:
     """`error` made ready to be raised again at a public entry point (`compile`,
-    `kernel[grid](...)`, `warmup`): its traceback through tritone's internals and
-    its chain of underlying exceptions are dropped, so what Python prints is the
-    user's call and the kernel lines the message shows. The callee errors stay
-    reachable through `error.callee`. The exception that started it (a
-    `ValueError` of the language's checks, say) stays `__cause__`, as in
-    Triton, where code reads it; only its traceback is dropped, so it prints
-    as its one message line."""
-    cause = error.__cause__
-    while isinstance(cause, CompilationError) and cause.__cause__ is not None:
-        cause = cause.__cause__
-    error.__cause__ = None if isinstance(cause, CompilationError) or cause is None else cause.with_traceback(None)
-    if error.__cause__ is not None:
-        error.__cause__.__cause__ = None
-        error.__cause__.__suppress_context__ = True
+    `kernel[grid](...)`, `warmup`) with `raise error from error.__cause__`: its
+    traceback through tritone's internals is dropped, so what Python prints is
+    the user's call and the kernel lines the message shows. Its cause becomes
+    the exception that started it (the ValueError of `tl.program_id(20)`, say),
+    without traceback or chain of its own, which Triton's callers read
+    (`str(error.__cause__)`); None when the error began as a CompilationError
+    (`tl.static_assert`). The callee errors stay reachable through `error.callee`."""
+    root: BaseException | None = error
+    while isinstance(root, CompilationError):
+        root = root.__cause__
+    if root is not None:
+        root.__cause__ = None
+        root.__suppress_context__ = True
+        root = root.with_traceback(None)
+    error.__cause__ = root
     error.__suppress_context__ = True
     return error.with_traceback(None)
 

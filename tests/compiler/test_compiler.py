@@ -61,6 +61,46 @@ def test_compile_for_a_cuda_target_needs_no_gpu(cache_dir):
     assert kernel.ir.entry == "scaled_add" and "tt.func @scaled_add" in print_module(kernel.ir)
 
 
+@triton.jit
+def exp2(data):
+    # Named like a function CUDA's headers declare with C linkage.
+    offsets = tl.arange(0, 128)
+    tl.store(data + offsets, tl.math.exp2(tl.load(data + offsets)))
+
+
+@pytest.mark.parametrize("ftz", [True, False])
+def test_a_kernel_named_like_a_cuda_function_compiles_and_exp2_follows_reflect_ftz(cache_dir, ftz):
+    kernel = triton.compile(ASTSource(exp2, {"data": "*fp32"}), target=GPUTarget("cuda", 90, 32),
+                            options={"enable_reflect_ftz": ftz})
+    assert kernel.name == "exp2"
+    entry = kernel.metadata.entry
+    assert entry != "exp2" and f".entry {entry}(" in kernel.asm["ptx"]
+    # Without ftz, 2**-127 (a denormal) must survive: no flushing ex2.
+    assert ("ex2.approx.ftz.f32" in kernel.asm["ptx"]) == ftz
+    assert ("ex2.approx.f32" in kernel.asm["ptx"]) != ftz
+
+
+@triton.jit
+def _roll(a1, b1_last, b1_cur, a2, b2_last, b2_cur):
+    return a1 + a2, tl.where(a2 == 1, b1_cur, 0) + b2_last, b2_cur
+
+
+@triton.jit
+def roll_rows(X, Z, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    # The combine's constants 0 and 1 equal constants of the kernel body.
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(X + offs)
+    _, z, _ = tl.associative_scan((1 + 0 * x, 0 * x, x), axis=AXIS, combine_fn=_roll)
+    tl.store(Z + offs, z)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_scan_whose_combine_shares_constants_with_the_kernel_compiles(cache_dir, axis):
+    kernel = triton.compile(ASTSource(roll_rows, {"X": "*i32", "Z": "*i32"}, {"M": 16, "N": 32, "AXIS": axis}),
+                            target=GPUTarget("cuda", 90, 32))
+    assert ".entry roll_rows(" in kernel.asm["ptx"]
+
+
 def test_a_second_compile_comes_from_the_disk_cache(cache_dir, monkeypatch):
     first = triton.compile(inductor_source(), target=GPUTarget("cuda", 86, 32), options=INDUCTOR_OPTIONS)
     monkeypatch.setattr(compiler_module, "make_ir", lambda *args: pytest.fail("the frontend ran on a cache hit"))
@@ -129,3 +169,28 @@ def test_source_errors(interpreter):
         triton.compile(42)
     with pytest.raises(FileNotFoundError):
         triton.compile("no such kernel.ttir")
+
+
+def _specialization_name(specialization):
+    ones = "_".join(k for k, v in specialization.constants.items() if v == 1)
+    return f"copy_{specialization.signature['src']}_{ones}"
+
+
+def _copy_one(src, dst, step):
+    tl.store(dst + step, tl.load(src))
+
+
+copy_named = triton.jit(repr=_specialization_name)(_copy_one)
+
+
+@pytest.mark.parametrize("target", [None, GPUTarget("cuda", 80, 32)])
+def test_jit_repr_names_the_compiled_kernel(interpreter, cache_dir, target):
+    # An int argument equal to 1 is specialised as a constexpr, which the repr sees by name.
+    kernel = copy_named.warmup(np.zeros(1, np.float32), np.zeros(2, np.float32), 1, grid=(1,)) if target is None \
+        else triton.compile(ASTSource(copy_named, {"src": "*fp32", "dst": "*fp32", "step": "constexpr"},
+                                      {"step": 1}), target=target)
+    assert kernel.name == kernel.metadata.name == "copy_*fp32_step"
+    if target is not None:
+        # The entry and the cache files keep the function's name.
+        assert kernel.metadata.entry == "_copy_one" and ".entry _copy_one(" in kernel.asm["ptx"]
+        assert (cache_dir / _base32(kernel.hash) / "_copy_one.cubin").is_file()

@@ -87,8 +87,24 @@ def test_parse_options_keeps_every_option_and_ignores_unknown_names():
     assert hash(options) == hash(dataclasses.replace(options))
     with pytest.raises(ValueError, match="warp_size"):
         backend.parse_options({"warp_size": 64})
-    with pytest.raises(ValueError, match="power of 2"):
-        backend.parse_options({"num_warps": 3})
+    # Triton asserts on num_warps: the error is both a ValueError and an AssertionError.
+    for error in (ValueError, AssertionError):
+        with pytest.raises(error, match="power of 2"):
+            backend.parse_options({"num_warps": 3})
+
+
+@pytest.mark.parametrize("arch, target", [("sm80", 90), (None, 80), (86, 90)])
+def test_num_ctas_above_one_needs_sm90(arch, target, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    options = {"num_ctas": 2, "arch": arch}
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        make_backend(GPUTarget("cuda", target, 32)).parse_options(options)
+    source = ASTSource(scaled_add, SIGNATURE, {"BLOCK": 64})
+    with pytest.raises(ValueError, match="num_ctas > 1 requires"):
+        triton.compile(source, target=GPUTarget("cuda", target, 32), options=options)
+    # On sm90 (named or the target's) a cluster of two is fine.
+    make_backend(GPUTarget("cuda", 90, 32)).parse_options({"num_ctas": 2})
+    make_backend(GPUTarget("cuda", 80, 32)).parse_options({"num_ctas": 2, "arch": "sm_90a"})
 
 
 def test_inert_options_are_accepted_at_launch():

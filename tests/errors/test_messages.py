@@ -348,10 +348,9 @@ def test_traceback_of_a_compile_error_is_the_users_call_and_kernel_line(path: st
     error, lines = _user_level_traceback(path)
     text = "\n".join(lines)
     assert len(lines) < 25, text
-    # The language's own exception stays the cause, as Triton's tests read it,
-    # printed as its message line alone.
-    assert isinstance(error.__cause__, ValueError) and error.__cause__.__traceback__ is None
-    assert error.__suppress_context__
+    # The cause is the error that started it, as Triton's callers read it, without frames of its own.
+    assert str(error.__cause__).startswith("arange's arguments must be of type tl.constexpr")
+    assert error.__cause__.__traceback__ is None and error.__cause__.__cause__ is None and error.__suppress_context__
     for internal in ("codegen.py", "calls.py", "semantic_shape.py", "ast.py"):
         assert internal not in text, f"{internal} in the traceback:\n{text}"
     assert "offs = tl.arange(0, n)" in text and "`n: tl.constexpr`" in text
@@ -432,3 +431,31 @@ def test_compilation_error_keeps_upstreams_attributes_and_pickles_with_its_chain
     copy = pickle.loads(pickle.dumps(error))
     assert str(copy) == str(error)
     assert copy.hint == error.hint and copy.callee.function == "outer"
+
+
+@triton.jit
+def bad_program_id_axis(x_ptr, AXIS: tl.constexpr):
+    tl.store(x_ptr, tl.program_id(AXIS).to(tl.float32))
+
+
+@triton.jit
+def bad_expand_dims_axis(x_ptr, AXIS: tl.constexpr):
+    t = tl.expand_dims(tl.arange(0, 16), AXIS)
+    tl.store(x_ptr + tl.arange(0, 16), tl.reshape(t, [16]).to(tl.float32))
+
+
+@triton.jit
+def static_assert_fails(x_ptr, N: tl.constexpr):
+    tl.static_assert(N < 4, "N must be below 4")
+
+
+def test_the_cause_of_a_compile_error_is_the_error_of_the_language_call() -> None:
+    # Triton's callers read the language's message from `__cause__`.
+    axis = int(torch.randint(3, 40, ()).item())
+    error = _compile_error(bad_program_id_axis, _data(), axis)
+    assert isinstance(error.__cause__, ValueError)
+    assert str(error.__cause__) == f"program_id axis must be 0, 1, or 2 but got {axis}"
+    error = _compile_error(bad_expand_dims_axis, _data(), -3)
+    assert "invalid axis -3" in str(error.__cause__)
+    # An error that starts as a compile error (a failed static_assert) has no cause.
+    assert _compile_error(static_assert_fails, _data(), 8).__cause__ is None

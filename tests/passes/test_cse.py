@@ -73,3 +73,59 @@ def test_cse_across_nested_regions(golden):
           }
         }
         """)
+
+
+def test_cse_keeps_combine_regions_isolated(golden):
+    # A reduce or scan combine becomes a device function of its own in the CUDA
+    # backend: its constants must not be replaced by equal ones from outside, while
+    # duplicates inside the region still merge.
+    golden(cse, """
+        module @k {
+          tt.func @k(%p: *i32, %x: <32xi32>) {kernel = true} {
+            %one = constant() {value = 1} : () -> i32
+            %s = scan(%x) ({
+            ^(%a: i32, %b: i32):
+              %c1 = constant() {value = 1} : () -> i32
+              %c2 = constant() {value = 1} : () -> i32
+              %t = add(%a, %c1) : (i32, i32) -> i32
+              %u = add(%t, %c2) : (i32, i32) -> i32
+              %v = add(%u, %b) : (i32, i32) -> i32
+              yield(%v) : (i32) -> ()
+            }) {axis = 0, reverse = false} : (<32xi32>) -> <32xi32>
+            %r = reduce(%x) ({
+            ^(%ra: i32, %rb: i32):
+              %c3 = constant() {value = 1} : () -> i32
+              %w = add(%ra, %rb) : (i32, i32) -> i32
+              %y = add(%w, %c3) : (i32, i32) -> i32
+              yield(%y) : (i32) -> ()
+            }) {axis = 0} : (<32xi32>) -> i32
+            %q = add(%r, %one) : (i32, i32) -> i32
+            store(%p, %q) : (*i32, i32) -> ()
+            return() : () -> ()
+          }
+        }
+        """, """
+        module @k {
+          tt.func @k(%p: *i32, %x: <32xi32>) {kernel = true} {
+            %one = constant() {value = 1} : () -> i32
+            %s = scan(%x) ({
+            ^(%a: i32, %b: i32):
+              %c1 = constant() {value = 1} : () -> i32
+              %t = add(%a, %c1) : (i32, i32) -> i32
+              %u = add(%t, %c1) : (i32, i32) -> i32
+              %v = add(%u, %b) : (i32, i32) -> i32
+              yield(%v) : (i32) -> ()
+            }) {axis = 0, reverse = false} : (<32xi32>) -> <32xi32>
+            %r = reduce(%x) ({
+            ^(%ra: i32, %rb: i32):
+              %c3 = constant() {value = 1} : () -> i32
+              %w = add(%ra, %rb) : (i32, i32) -> i32
+              %y = add(%w, %c3) : (i32, i32) -> i32
+              yield(%y) : (i32) -> ()
+            }) {axis = 0} : (<32xi32>) -> i32
+            %q = add(%r, %one) : (i32, i32) -> i32
+            store(%p, %q) : (*i32, i32) -> ()
+            return() : () -> ()
+          }
+        }
+        """)

@@ -246,6 +246,30 @@ class ForeignTensor:
         return self.address
 
 
+class PinnedHostTensor(ForeignTensor):
+    """A CPU tensor in page-locked memory, which the GPU reaches through its driver address."""
+
+    def __init__(self, address: int, pinned: bool):
+        super().__init__(address, torch.device("cpu"))
+        self.pinned = pinned
+
+    def is_pinned(self) -> bool:
+        return self.pinned
+
+
+def test_pinned_cpu_tensors_are_passed_by_their_device_address(gpu):
+    plan = LaunchPlan(spec_of([("x_ptr", "*fp32")]), 0, gpu.driver)
+    address = 0x7F00_0000_0400
+    gpu.device_memory[address] = 0
+    plan.launch(1, 1, 1, 0, PinnedHostTensor(address, pinned=True))
+    assert decode(gpu.launches[-1]["bytes"], [("x_ptr", "*fp32")]) == [address]
+    # Pageable CPU memory, and pinned memory the driver does not know, are refused.
+    for tensor in (PinnedHostTensor(address, pinned=False), PinnedHostTensor(0x5555_0000, pinned=True)):
+        with pytest.raises(ValueError, match=r"x_ptr \(at 0\) cannot be accessed from Triton \(cpu tensor\?\)$"):
+            plan.launch(1, 1, 1, 0, tensor)
+    assert len(gpu.launches) == 1
+
+
 class CudaArray:
     """An array offering only `__cuda_array_interface__` (Numba's device arrays)."""
 

@@ -28,6 +28,8 @@ class GPUTarget:
 INTERPRETER_TARGET = GPUTarget("interpreter", 0, 32)
 
 DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+
+
 # The fp8 formats the CUDA backend holds and converts on every architecture it
 # targets (fp8e4b15 in software; `tl.dot` widens it to fp16 first). AMD's fnuz
 # formats (fp8e4b8, fp8e5b16) are refused at compile time, as Triton does on NVIDIA GPUs.
@@ -68,7 +70,9 @@ class KernelOptions:
     `extern_libs` (kept as a tuple of (name, path) pairs; libdevice is NVRTC's),
     `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
     reported to callers such as TorchInductor), `backend_name`, `arch` (the
-    target decides), `instrumentation_mode`. `warp_size` must be 32.
+    target decides what is generated; an arch before sm90 refuses num_ctas > 1,
+    as Triton does), `instrumentation_mode`. `enable_reflect_ftz` decides
+    whether fp32 `exp2` flushes denormals. `warp_size` must be 32.
     `allowed_dot_input_precisions` limits what `tl.dot(input_precision=...)`
     accepts."""
 
@@ -232,6 +236,10 @@ class CUDABackend(BaseBackend):
     @staticmethod
     def supports_target(target: GPUTarget) -> bool:
         return target.backend == "cuda"
+
+    def parse_options(self, options: dict[str, Any]) -> KernelOptions:
+        parsed = super().parse_options(options)
+        return parsed
 
     def option_defaults(self) -> dict[str, Any]:
         capability = int(self.target.arch)

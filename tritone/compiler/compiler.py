@@ -74,6 +74,11 @@ def signature_leaves(entry: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple
     return [(path, entry)]
 
 
+# What `@jit(repr=fn)` functions receive, as in Triton: constexpr values by
+# parameter name (parameters only, not tuple elements) and the signature.
+_SpecializationProxy = namedtuple("SpecializationProxy", ["constants", "signature"])
+
+
 class ASTSource:
     """A `@jit` function with its signature fixed: `signature` maps parameter
     names to type strings (`"*fp32"`, `"i32"`, `"constexpr"`), or for tuple
@@ -99,6 +104,14 @@ class ASTSource:
             self.constants[_index_path(fn, key)] = value
         self.attrs: dict[tuple[int, ...], list] = {
             _index_path(fn, key): list(value) for key, value in (attrs or {}).items()}
+        # `fn.repr` (`@jit(repr=...)`, else the function's name) names the compiled
+        # kernel (`CompiledKernel.name`, metadata "name") from this specialization,
+        # as in Triton; cache files and the C entry keep the function's name.
+        self.kernel_name = self.name
+        if callable(getattr(fn, "repr", None)):
+            self.kernel_name = str(fn.repr(_SpecializationProxy(
+                {fn.arg_names[path[0]]: value for path, value in self.constants.items() if len(path) == 1},
+                self.signature)))
 
     def hash(self) -> str:
         """Digest of the function's cache key and this specialization (a namedtuple
@@ -208,6 +221,7 @@ class IRSource:
         verify(self.module)
         kernel = self.module.kernel
         self.name = kernel.name
+        self.kernel_name = self.name
         arg_names = tuple(arg.name_hint or f"arg{i}" for i, arg in enumerate(kernel.args))
         self.fn = IRFunction(self.name, arg_names)
         self.signature = {name: type_text(arg.type) for name, arg in zip(arg_names, kernel.args)}
@@ -325,19 +339,20 @@ class CompiledKernel:
         self.options = options
         self.target = target
         self.hash = kernel_hash
-        self.name = src.name
+        self.name = src.kernel_name
         self.asm = asm
         self.kernel = asm.get("cubin")
         self._ir = ir_module
         self.metadata_group: dict[str, str] = {}
         fields = {
-            **options.as_dict(), "hash": kernel_hash, "target": target, "name": src.name,
+            **options.as_dict(), "hash": kernel_hash, "target": target, "name": src.kernel_name,
             "triton_version": __version__, "tritone_version": __tritone_version__, "shared": 0,
             "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0,
             "profile_scratch_align": 1, "tensordesc_meta": None,
         }
         # What the compilation reported (entry, params, shared, num_warps...) wins over the requested options.
         fields.update((key, value) for key, value in metadata.items() if key.isidentifier() and key[0] != "_")
+        fields["name"] = self.name
         self.metadata = _metadata_tuple(fields)
         self.packed_metadata = (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
         self.runtime_parameters = src.runtime_parameters()

@@ -200,6 +200,11 @@ OP_SPECS: dict[str, OpSpec] = _build_table()
 # Ops whose regions end with `yield` (the others are `condition` and `return`).
 YIELD_PARENTS = ("for", "if", "while", "reduce", "scan", "map_elementwise")
 
+# Ops whose regions see only their own arguments: the CUDA backend emits a
+# combine region as a device function of its own, so a pass must not make it
+# use a value defined outside it.
+ISOLATED_PARENTS = ("reduce", "scan")
+
 
 def op_spec(name: str) -> OpSpec:
     """The spec of the op called `name`; KeyError naming it when there is none."""

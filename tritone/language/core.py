@@ -431,6 +431,13 @@ class tuple(base_value):
         other = other.values if isinstance(other, tuple) else list(other)
         return tuple(self.values + other)
 
+    def __mul__(self, count):
+        """The values repeated `count` times (a compile-time int): `[2] * (RANK - 2)`."""
+        times = _unwrap_if_constexpr(count)
+        if not isinstance(times, int) or isinstance(times, bool):
+            raise TypeError(f"a tuple can only be repeated a compile-time int number of times, got {count!r}")
+        return tuple(self.values * times)
+
     def __str__(self):
         # Triton's form (static_print, messages): the list of the values' texts,
         # constexprs unwrapped: `['128', 'int32[]']`.

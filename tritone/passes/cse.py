@@ -3,7 +3,8 @@ its region, or in an enclosing region before it, is replaced by that one.
 
 Identical means the same op name, operands, attributes and result types.
 Ops with regions are left alone. The table of seen ops is scoped: entries
-made inside a region are forgotten when the walk leaves it.
+made inside a region are forgotten when the walk leaves it, and the regions
+of isolated ops (reduce and scan combines) start with an empty table.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import ChainMap
 from typing import TYPE_CHECKING, Any, Hashable
 
 from ..ir.core import Module, Operation, Region, Value
-from ..ir.ops import is_pure
+from ..ir.ops import ISOLATED_PARENTS, is_pure
 
 if TYPE_CHECKING:
     from . import PassContext
@@ -39,7 +40,7 @@ def _cse_region(region: Region, seen: ChainMap, replaced: dict[Value, Value]) ->
     for op in region.ops:
         op.operands = [replaced.get(v, v) for v in op.operands]
         for inner in op.regions:
-            _cse_region(inner, seen.new_child(), replaced)
+            _cse_region(inner, ChainMap() if op.name in ISOLATED_PARENTS else seen.new_child(), replaced)
         if op.regions or not is_pure(op):
             kept.append(op)
             continue

@@ -317,7 +317,7 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
     if location is not None:
         kind, ordinal = location
         if kind == "cpu":
-            raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)")
+            return _pinned_address(value, address, where, driver)
         if kind != "cuda":
             raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?): it is a {kind} tensor")
         if ordinal is not None and ordinal != device:
@@ -330,6 +330,19 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
         except CudaError:
             raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)") from None
     return address
+
+
+def _pinned_address(value: Any, address: int, where: str, driver: CudaDriver | None) -> int:
+    """The device address of a CPU tensor in pinned (page-locked) memory, which
+    the GPU reads through unified addressing as Triton allows; ValueError for
+    any other CPU tensor."""
+    is_pinned = getattr(value, "is_pinned", None)
+    if driver is not None and address and callable(is_pinned) and is_pinned():
+        try:
+            return driver.pointer_attribute(PointerAttribute.DEVICE_POINTER, address)
+        except CudaError:
+            pass
+    raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)") from None
 
 
 def _scalar_problem(param: Parameter, value: Any) -> Exception | None:

@@ -55,6 +55,23 @@ def test_vector_add_uses_16_byte_accesses(cuda_compile):
         assert ".local" not in result.ptx, f"sm_{arch}: registers spilled to local memory"
 
 
+def build_fp64_scale():
+    kb = KernelBuilder("scale64", [("x", ptr(T.float64)), ("out", ptr(T.float64)), ("n", I32)], arg_attrs=SPEC4)
+    offs = _offsets(kb, 256)
+    mask = kb.cmp("lt", offs, kb.splat(kb.args[2], [256]))
+    x = kb.load(kb.ptr_block(kb.args[0], offs), mask)
+    kb.store(kb.ptr_block(kb.args[1], offs), kb.add(x, x), mask)
+    kb.ret()
+    return kb
+
+
+def test_fp64_moves_as_64_bit_words(cuda_compile):
+    # As Triton: two fp64 per 16-byte access are `v2.b64`, not four b32 words.
+    for arch, (_, _, result) in cuda_compile(build_fp64_scale).items():
+        assert _ptx_lines(result, r"@p ld\.global\.v2\.b64") and _ptx_lines(result, r"@p st\.global\.v2\.b64"), arch
+        assert not _ptx_lines(result, r"\.global\.v4\.b32"), arch
+
+
 def build_masked_load_with_other():
     kb = KernelBuilder("masked", [("x", ptr(F16)), ("out", ptr(F32)), ("n", I32)])
     offs = _offsets(kb, 512)

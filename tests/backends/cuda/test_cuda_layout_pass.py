@@ -2,10 +2,16 @@
 analysis proves alignment, slices for reductions, conversions only where
 producers and consumers truly disagree."""
 
+import cuda_emulator
+import numpy as np
 from cuda_ir_builder import KernelBuilder
 
-from tritone.backends.cuda import layout_pass
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import generate_cuda, layout_pass
 from tritone.backends.cuda.layouts import BlockedLayout, SliceLayout
+from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.ir import types as T
 from tritone.ir.core import Region
 
@@ -153,3 +159,36 @@ def test_scalar_only_kernel_is_untouched():
     kb = KernelBuilder("s", [("x", FP32_PTR), ("v", T.float32)])
     kb.store(kb.args[0], kb.args[1])
     assert _run(kb) == []
+
+
+# -- a conversion after broadcasts moves the smaller value ---------------------------------------
+
+@triton.jit
+def broadcast_product_sum(Z, X, Y, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # `sum(x[:, :, None] * y[None, :, :], axis=1)`: a matmul written without tl.dot.
+    offm = tl.arange(0, BM)[:, None]
+    offn = tl.arange(0, BN)[None, :]
+    x = tl.load(X + offm * BK + tl.arange(0, BK)[None, :])
+    y = tl.load(Y + tl.arange(0, BK)[:, None] * BN + offn)
+    t = tl.sum(tl.expand_dims(x, axis=2) * tl.expand_dims(y, axis=0), axis=1)
+    tl.store(Z + offm * BN + offn, t)
+
+
+def test_operands_of_a_broadcast_product_are_converted_before_the_broadcast():
+    bm, bn, bk = 64, 32, 32
+    src = ASTSource(broadcast_product_sum, {"Z": "*fp32", "X": "*fp32", "Y": "*fp32"}, {"BM": bm, "BN": bn, "BK": bk})
+    module = make_ir(src, GPUTarget("cuda", 80, 32), {"num_warps": 4})
+    source, _, metadata = generate_cuda(module, 80, {"num_warps": 4})
+    # Converting the 64x32x32 product would need 256 KiB of shared memory (more than a GPU has);
+    # a converted operand is at most 64x32.
+    converted = [op.operands[0].type.numel for op in layout_pass.conversions(module.kernel)]
+    assert converted and max(converted) <= bm * bk
+    assert metadata["shared"] < bm * bn * bk * 4 // 4
+    if not cuda_emulator.available():
+        return
+    rng = np.random.default_rng()
+    x = rng.standard_normal((bm, bk)).astype(np.float32)
+    y = rng.standard_normal((bk, bn)).astype(np.float32)
+    z = np.full((bm, bn), np.nan, np.float32)
+    cuda_emulator.Emulator(source, 4, metadata["shared"]).launch((1,), z, x, y)
+    np.testing.assert_allclose(z, x @ y, rtol=1e-5, atol=1e-5)

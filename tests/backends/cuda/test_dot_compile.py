@@ -420,3 +420,26 @@ def test_matmul_main_loop_sass(tmp_path):
     count = {op: sum(1 for t in main if re.search(rf"\b{op}\b", t)) for op in ("HMMA", "LDSM", "LDGSTS", "BAR")}
     # a 64x64 warp tile over four k steps; 16 KB of a and 32 KB of b in 16-byte copies by 256 threads
     assert count == {"HMMA": 128, "LDSM": 32, "LDGSTS": 12, "BAR": 2}, count
+
+
+@triton.jit
+def fp8_accumulate(a_ptr, b_ptr, c_ptr, K: tl.constexpr, LIMIT: tl.constexpr):
+    offs = tl.arange(0, 64)
+    offs_k = tl.arange(0, K)
+    a = tl.load(a_ptr + offs[:, None] * K + offs_k[None, :])
+    b = tl.load(b_ptr + offs_k[:, None] * 64 + offs[None, :])
+    acc = tl.load(c_ptr + offs[:, None] * 64 + offs[None, :])
+    acc = tl.dot(a, b, acc=acc, max_num_imprecise_acc=LIMIT)
+    tl.store(c_ptr + offs[:, None] * 64 + offs[None, :], acc)
+
+
+@pytest.mark.parametrize("arch, limit, adds_per_register", [(90, 32, 4), (90, 64, 2), (90, 128, 1), (90, None, 0),
+                                                            (89, 32, 0)])
+def test_hopper_fp8_dots_add_partial_sums_every_max_num_imprecise_acc(arch, limit, adds_per_register):
+    # As Triton on Hopper: the products of each `max_num_imprecise_acc` slice of K are summed
+    # apart and added into the fp32 accumulator, one add.f32 per accumulator register.
+    src = ASTSource(fp8_accumulate, {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp32"},
+                    {"K": 128, "LIMIT": limit})
+    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
+    registers = 64 * 64 // (32 * 4)
+    assert kernel.asm["ptx"].count("add.f32") == registers * adds_per_register

@@ -54,8 +54,11 @@ _C_LINKAGE_NAMES = frozenset(
 
 def entry_name(kernel_name: str) -> str:
     """The name of the kernel's `extern "C"` entry: the kernel's own, unless that
-    is a C function NVRTC already declares (`exp2`), then with `_kernel` added."""
-    return f"{kernel_name}_kernel" if kernel_name in _C_LINKAGE_NAMES else kernel_name
+    is a C function NVRTC already declares (`exp2`) or a name of the prelude's
+    (`tt_`, libdevice's `__nv_`), then with `_kernel` added."""
+    if kernel_name in _C_LINKAGE_NAMES or kernel_name.startswith(("tt_", "__nv_")):
+        return f"{kernel_name}_kernel"
+    return kernel_name
 
 
 def _param_name(index: int, hint: str | None) -> str:

@@ -60,9 +60,11 @@ class CodegenOptions:
 
     num_warps: int = 4
     enable_fp_fusion: bool = True
+    # Whether fp32 exp2 may flush denormals (`ex2.approx.ftz`), as upstream's
+    # enable_reflect_ftz asks.
+    enable_reflect_ftz: bool = True
     debug: bool = False
     maxnreg: int | None = None
-    enable_reflect_ftz: bool = True
 
 
 def bits_expr(bases: list[int], var: str) -> str:

@@ -30,6 +30,14 @@ from .layouts import LinearLayout
 # bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
 _ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short", 1), 4: ("b32", "r", "unsigned", 1),
            8: ("v2.b32", "r", "unsigned", 2), 16: ("v4.b32", "r", "unsigned", 4)}
+# 64-bit elements move as 64-bit words (`ld.global.v2.b64`), as Triton emits them.
+_ACCESS_64 = {8: ("b64", "l", "unsigned long long", 1), 16: ("v2.b64", "l", "unsigned long long", 2)}
+
+
+def _access(nbytes: int, elem_bytes: int) -> tuple[str, str, str, int]:
+    """(PTX type, asm constraint, C word type, words) of one access of `nbytes`
+    bytes of elements of `elem_bytes` bytes."""
+    return _ACCESS_64[nbytes] if elem_bytes == 8 else _ACCESS[nbytes]
 
 
 @emits("addptr")
@@ -169,7 +177,7 @@ def _asm_memory(em: Emitter, ptx: str, outputs: list[str], inputs: list[str], ma
 
 def _load_access(em: Emitter, op: Operation, dst: str, first: int, nbytes: int, addr: str, mask: str | None,
                  qualifiers: str, policy: str) -> None:
-    ptx_type, constraint, word, words = _ACCESS[nbytes]
+    ptx_type, constraint, word, words = _access(nbytes, op.results[0].type.scalar.itemsize)
     em.open()
     em.line(f"{word} tt_w[{words}] = {{}};")
     em.line(f"memcpy(tt_w, &{dst}[{first}], {nbytes});" if first is not None else f"memcpy(tt_w, &{dst}, {nbytes});")
@@ -209,8 +217,8 @@ def emit_load(em: Emitter, op: Operation) -> None:
 
 
 def _store_access(em: Emitter, src: str, first: int | None, nbytes: int, addr: str, mask: str | None,
-                  qualifiers: str, policy: str) -> None:
-    ptx_type, constraint, word, words = _ACCESS[nbytes]
+                  qualifiers: str, policy: str, elem_bytes: int) -> None:
+    ptx_type, constraint, word, words = _access(nbytes, elem_bytes)
     em.open()
     em.line(f"{word} tt_w[{words}] = {{}};")
     em.line(f"memcpy(tt_w, &{src}[{first}], {nbytes});" if first is not None else f"memcpy(tt_w, &{src}, {nbytes});")
@@ -237,7 +245,7 @@ def emit_store(em: Emitter, op: Operation) -> None:
     qualifiers, policy = _cache_qualifiers(em, op)
     if not ptr.type.is_block():
         guard = _and(em.name(mask) if mask else None, "threadIdx.x == 0")
-        _store_access(em, em.name(value), None, elem_bytes, em.name(ptr), guard, qualifiers, policy)
+        _store_access(em, em.name(value), None, elem_bytes, em.name(ptr), guard, qualifiers, policy, elem_bytes)
         return
     linear = em.linear(ptr)
     owner = owner_condition(linear)
@@ -247,7 +255,8 @@ def emit_store(em: Emitter, op: Operation) -> None:
         if first not in unique:
             continue
         guard = _and(em.reg(mask, first) if mask is not None else None, owner)
-        _store_access(em, em.name(value), first, vec * elem_bytes, em.reg(ptr, first), guard, qualifiers, policy)
+        _store_access(em, em.name(value), first, vec * elem_bytes, em.reg(ptr, first), guard, qualifiers, policy,
+                      elem_bytes)
 
 
 # -- atomics -----------------------------------------------------------------------------

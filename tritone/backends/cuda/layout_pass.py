@@ -509,18 +509,29 @@ def _users(fn: Function) -> dict[Value, list[Operation]]:
     return users
 
 
-def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operation, DistributedLayout]] | None:
-    """The ops to compute `value` again in `layout` (producers first), or None
-    when that is not cheap."""
-    order: list[tuple[Operation, DistributedLayout]] = []
+def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operation | Value, DistributedLayout]] | None:
+    """The steps to compute `value` again in `layout` (producers first), or None
+    when that is not cheap. A step is an op to clone in the wanted layout, or a
+    value to convert: a value the chain cannot recompute (a load, say) that is
+    smaller than `value` because broadcasts follow it, so that converting it
+    moves fewer elements between threads than converting `value` would."""
+    order: list[tuple[Operation | Value, DistributedLayout]] = []
     seen: dict[int, DistributedLayout] = {}
+    converted = [0]
 
     def visit(v: Value, wanted: DistributedLayout) -> bool:
         if v.type.layout == wanted:
             return True
         op = v.defining_op
         if op is None or op.name not in _REMAT_OPS or len(op.results) != 1:
-            return False
+            if v is value or v.type.numel >= value.type.numel:
+                return False
+            if id(v) in seen:
+                return seen[id(v)] == wanted
+            seen[id(v)] = wanted
+            converted[0] += v.type.numel
+            order.append((v, wanted))
+            return True
         if id(op) in seen:
             return seen[id(op)] == wanted
         if len(seen) >= _REMAT_LIMIT:
@@ -533,7 +544,9 @@ def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operatio
         order.append((op, wanted))
         return True
 
-    return order if visit(value, layout) else None
+    if not visit(value, layout) or converted[0] >= value.type.numel:
+        return None
+    return order
 
 
 def _rematerialize(fn: Function, convert: Operation) -> bool:
@@ -545,12 +558,19 @@ def _rematerialize(fn: Function, convert: Operation) -> bool:
     region = convert.parent
     index = region.ops.index(convert)
     clones: dict[Value, Value] = {}
-    for op, wanted in chain:
-        operands = [clones.get(v, v) for v in op.operands]
-        clone = Operation(op.name, operands, [op.results[0].type.with_layout(wanted)], dict(op.attrs), loc=op.loc)
+    for step, wanted in chain:
+        if isinstance(step, Value):
+            narrow = make_convert(step, wanted)
+            region.insert(index, narrow)
+            index += 1
+            clones[step] = narrow.results[0]
+            continue
+        operands = [clones.get(v, v) for v in step.operands]
+        clone = Operation(step.name, operands, [step.results[0].type.with_layout(wanted)], dict(step.attrs),
+                          loc=step.loc)
         region.insert(index, clone)
         index += 1
-        clones[op.results[0]] = clone.results[0]
+        clones[step.results[0]] = clone.results[0]
     replace_all_uses(fn, convert.results[0], clones[source])
     return True
 

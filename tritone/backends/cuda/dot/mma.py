@@ -29,6 +29,7 @@ from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
 from ..codegen_base import CodegenError, bits_expr
+from ..codegen_types import ctype
 from ..layouts import DistributedLayout, DotOperandLayout, LinearLayout, NvidiaMmaLayout, SwizzledSharedLayout
 from . import DotImplementation
 from .shared import (
@@ -156,7 +157,16 @@ class _Lowering:
         tiles = []
         for reg in range(0, self.linear.num_registers, 4):
             tiles.append((self.linear.register_coords(reg), reg))
-        for k0 in range(0, a.type.shape[-1], k_step):
+        depth = a.type.shape[-1]
+        chunk = self._imprecise_chunk(k_step)
+        target, count = name, self.em.nregs(self.result)
+        for k0 in range(0, depth, k_step):
+            if chunk and k0 % chunk == 0:
+                # Hopper's fp8 dots sum `max_num_imprecise_acc` products of K at a time
+                # apart, then add the partial sum into the fp32 accumulator, as Triton does.
+                target = em.fresh("tt_part")
+                em.line(f"{ctype(self.result.type.scalar)} {target}[{count}];")
+                em.for_registers(count, f"{target}[i] = 0.0f;")
             a_frags: dict[tuple, list[str]] = {}
             for coords, _ in tiles:
                 key = coords[:-2] + (coords[-2],)
@@ -172,8 +182,21 @@ class _Lowering:
                 for n0, regs in b_src.load_columns(batch, sorted(ns), k0).items():
                     b_frags[batch + (n0,)] = regs
             for coords, reg in tiles:
-                c = [f"{name}[{reg + i}]" for i in range(4)]
+                c = [f"{target}[{reg + i}]" for i in range(4)]
                 self.instr.issue(em, c, a_frags[coords[:-2] + (coords[-2],)], b_frags[coords[:-2] + (coords[-1],)])
+            if chunk and ((k0 + k_step) % chunk == 0 or k0 + k_step >= depth):
+                em.for_registers(count, f"{name}[i] += {target}[i];")
+
+    def _imprecise_chunk(self, k_step: int) -> int | None:
+        """How many products of K an fp8 dot on sm_90 sums apart before adding them
+        into the accumulator (its `max_num_imprecise_acc`, a multiple of the
+        instruction's K), or None when it accumulates directly."""
+        a, b, _ = self.op.operands
+        limit = self.op.attrs.get("max_num_imprecise_acc") or 0
+        hopper_fp8 = a.type.scalar.is_fp8() and b.type.scalar.is_fp8() and self.em.target // 10 == 9
+        if not hopper_fp8 or not 0 < limit <= a.type.shape[-1]:
+            return None
+        return max(k_step, limit - limit % k_step)
 
 
 class _OperandSource:
