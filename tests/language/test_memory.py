@@ -148,3 +148,14 @@ def test_atomics_typing():
         tl.atomic_max(ph, 1.0, _semantic=h.sem)
     with pytest.raises(ValueError, match="does not support int8"):
         tl.atomic_add(p8, 1, _semantic=h.sem)
+
+
+def test_cache_modifier_none_is_the_default():
+    # Triton takes cache_modifier=None (and eviction_policy=None) as "no modifier".
+    k = Kernel()
+    p = k.arg("*fp32")
+    tl.load(p, cache_modifier=None, eviction_policy=None, _semantic=k.sem)
+    tl.store(p, 1.0, cache_modifier=None, _semantic=k.sem)
+    assert k.ops("load")[-1].attrs["cache"] == "" and k.ops("load")[-1].attrs["evict"] == ""
+    assert k.ops("store")[-1].attrs["cache"] == ""
+    k.verify()

@@ -20,7 +20,10 @@ _SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 _SCOPES = ("gpu", "cta", "sys")
 
 
-def _check_choice(value: str, allowed: tuple, what: str) -> str:
+def _check_choice(value: str | None, allowed: tuple, what: str) -> str:
+    """`value` if `allowed` holds it; None or "" is the default (""), as Triton
+    takes `cache_modifier=None`."""
+    value = value or ""
     if value not in allowed:
         raise ValueError(f"{what} {value} not supported")
     return value
