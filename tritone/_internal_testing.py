@@ -87,6 +87,11 @@ def is_blackwell() -> bool:
     return _cuda_major() == 10
 
 
+def is_blackwell_ultra() -> bool:
+    """sm_103 (Triton 3.7's name; its tests read it)."""
+    return is_cuda() and int(get_current_target().arch) == 103
+
+
 def is_sm12x() -> bool:
     return _cuda_major() == 12
 
@@ -121,6 +126,19 @@ def is_hip_gfx12() -> bool:
 
 def is_hip_gfx1250() -> bool:
     return _hip_arch_has("gfx1250")
+
+
+# RDNA names of Triton 3.7's test helpers (RDNA3 is gfx11, RDNA4 gfx12).
+def is_hip_rdna3() -> bool:
+    return _hip_arch_has("gfx11")
+
+
+def is_hip_rdna4() -> bool:
+    return _hip_arch_has("gfx12")
+
+
+def is_hip_rdna() -> bool:
+    return is_hip_rdna3() or is_hip_rdna4()
 
 
 def get_hip_lds_size() -> int:
@@ -314,11 +332,11 @@ def _fresh_knobs_impl(skipped_attr: set[str] | None = None) -> tuple[Any, Any]:
 
 
 __all__ = [
-    "default_alloc_fn", "dtypes", "dtypes_with_bfloat16", "float_dtypes", "float_dtypes_with_bfloat16",
-    "get_arch", "get_current_target", "get_hip_lds_size", "int_dtypes", "integral_dtypes", "is_ampere_or_newer",
-    "is_blackwell", "is_cuda", "is_hip", "is_hip_cdna", "is_hip_cdna2", "is_hip_cdna3", "is_hip_cdna4",
-    "is_hip_gfx11", "is_hip_gfx12", "is_hip_gfx1250", "is_hopper", "is_hopper_or_newer", "is_interpreter",
-    "is_sm12x", "is_xpu", "numpy_random", "str_to_triton_dtype", "supports_tma", "supports_ws", "tma_dtypes",
-    "tma_skip_msg", "to_numpy", "to_triton", "torch_dtype_name", "torch_dtypes", "torch_float8_dtypes",
-    "type_canonicalisation_dict", "uint_dtypes", "unwrap_tensor",
+    "default_alloc_fn", "dtypes", "dtypes_with_bfloat16", "float_dtypes", "float_dtypes_with_bfloat16", "get_arch",
+    "get_current_target", "get_hip_lds_size", "int_dtypes", "integral_dtypes", "is_ampere_or_newer", "is_blackwell",
+    "is_blackwell_ultra", "is_cuda", "is_hip", "is_hip_cdna", "is_hip_cdna2", "is_hip_cdna3", "is_hip_cdna4",
+    "is_hip_gfx11", "is_hip_gfx12", "is_hip_gfx1250", "is_hip_rdna", "is_hip_rdna3", "is_hip_rdna4", "is_hopper",
+    "is_hopper_or_newer", "is_interpreter", "is_sm12x", "is_xpu", "numpy_random", "str_to_triton_dtype",
+    "supports_tma", "supports_ws", "tma_dtypes", "tma_skip_msg", "to_numpy", "to_triton", "torch_dtype_name",
+    "torch_dtypes", "torch_float8_dtypes", "type_canonicalisation_dict", "uint_dtypes", "unwrap_tensor",
 ]

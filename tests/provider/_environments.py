@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,12 @@ def hooked_environment(root: Path) -> Environment:
     # A .pth line naming a folder appends it to sys.path; it sorts after the
     # hook's .pth and ahead of the system site-packages (with its own tritone).
     (environment.site_packages / "tritone_under_test.pth").write_text(f"{SOURCE_ROOT}\n", encoding="utf-8")
+    if sys.prefix != sys.base_prefix:
+        # This Python is itself a venv: a venv made from it sees the base
+        # interpreter's site-packages, not this one's, so name this one's too
+        # (after the tritone under test; the .pth files run in name order).
+        caller_sites = "".join(f"{folder}\n" for folder in site.getsitepackages())
+        (environment.site_packages / "tritone_zz_caller_site.pth").write_text(caller_sites, encoding="utf-8")
     return environment
 
 
