@@ -71,8 +71,7 @@ class KernelOptions:
     `supported_fp8_dtypes` and `deprecated_fp8_dot_operand_dtypes` (facts
     reported to callers such as TorchInductor), `backend_name`, `arch` (the
     target decides what is generated; an arch before sm90 refuses num_ctas > 1,
-    as Triton does), `instrumentation_mode`. `enable_reflect_ftz` decides
-    whether fp32 `exp2` flushes denormals. `warp_size` must be 32.
+    as Triton does), `instrumentation_mode`. `warp_size` must be 32.
     `allowed_dot_input_precisions` limits what `tl.dot(input_precision=...)`
     accepts."""
 
@@ -236,10 +235,6 @@ class CUDABackend(BaseBackend):
     @staticmethod
     def supports_target(target: GPUTarget) -> bool:
         return target.backend == "cuda"
-
-    def parse_options(self, options: dict[str, Any]) -> KernelOptions:
-        parsed = super().parse_options(options)
-        return parsed
 
     def option_defaults(self) -> dict[str, Any]:
         capability = int(self.target.arch)

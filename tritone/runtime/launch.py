@@ -46,7 +46,6 @@ from .specialize import (
     generated_prefix,
     key_namespace,
     key_statements,
-    make_binder,
     make_key_binder,
     parameter_list,
 )
@@ -566,10 +565,7 @@ def _specialized(fn: JITFunction, args: tuple, kwargs: dict[str, Any], cache: di
     """The kernel for these arguments' full specialization: from `cache`, else
     compiled (and added), with `knobs.runtime.jit_cache_hook` called before and
     `jit_post_compile_hook` after; None when the cache hook answers true."""
-    binder = fn._binder
-    if binder is None:
-        binder = fn._binder = make_binder(fn)
-    bound, specialization, _ = binder(*args, **kwargs)
+    bound, specialization, _ = fn._get_binder()(*args, **kwargs)
     key = (specialization, options_key)
     kernel = None if always_compile else cache.get(key)
     if kernel is None:
