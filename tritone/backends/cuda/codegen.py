@@ -106,7 +106,7 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
                    f'extern "C" __global__ void __launch_bounds__({bounds}) {name}({signature}) {{',
                    "#endif"]
     if em.uses_scratch:
-        kernel.append("  extern __shared__ __align__(16) unsigned char tt_smem[];")
+        kernel.append("  extern __shared__ __align__(1024) unsigned char tt_smem[];")
     kernel.append("  const int tt_lane = threadIdx.x & 31;")
     kernel.append("  const int tt_warp = threadIdx.x >> 5;")
     kernel += ["  " + line for line in em.prologue]
@@ -115,4 +115,7 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
     metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
+    if em.memo.get("arch_suffix"):
+        # instructions of the architecture-specific target (wgmma: sm_90a)
+        metadata["arch_suffix"] = em.memo["arch_suffix"]
     return source, name, metadata

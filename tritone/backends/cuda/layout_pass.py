@@ -332,7 +332,8 @@ class _Assigner:
     def choose(self) -> None:
         chained = dot.chained_dots(self.fn) if self.dots else set()
         for op in self.dots:
-            impl = dot.select(op, self.target)
+            impl = dot.select(op, self.target, self.num_warps)
+            op.attrs["implementation"] = impl.name
             self.offer(op.results[0], impl.infer_layout(op, self.target, self.num_warps, id(op) in chained))
         block_memory = [op for op in self.memory_ops if _is_block(op.operands[0])]
         for op in block_memory:

@@ -19,8 +19,9 @@ dimensions are powers of two, so:
 - a larger shape adds register bases: each thread holds the layout's tile
   several times (*wrapping*).
 
-`SwizzledSharedLayout` is not distributed over threads: it maps element
-coordinates to an element offset in shared memory.
+`SwizzledSharedLayout` (and `NvmmaSharedLayout`, the tiles `wgmma` reads) are
+not distributed over threads: they map element coordinates to an element offset
+in shared memory.
 """
 
 from __future__ import annotations
@@ -484,10 +485,42 @@ class SwizzledSharedLayout:
     __repr__ = __str__
 
 
-Layout = Union[BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout, SwizzledSharedLayout]
+@dataclass(frozen=True)
+class NvmmaSharedLayout(SwizzledSharedLayout):
+    """A shared-memory tile in the form Hopper's tensor cores (`wgmma`) and copy
+    engine read: the swizzle is the hardware's 128-, 64- or 32-byte mode
+    (`vec` = 16 bytes of elements, `max_phase` 16-byte chunks per swizzle row,
+    `per_phase = 128 / span bytes`; PTX_FACTS 4 and 10), and the contiguous dim is
+    cut into columns of one swizzle span (`vec * max_phase` elements) stored one
+    after the other, each with rows `span` bytes apart. A tile no wider than a
+    span is laid out exactly as the `SwizzledSharedLayout` of the same parameters."""
+
+    @property
+    def span(self) -> int:
+        """Elements of the contiguous dim in one swizzle row."""
+        return self.vec * self.max_phase
+
+    def offset(self, shape: tuple[int, ...], coords: Coord) -> int:
+        shape = _check_shape(shape, self.rank, self)
+        inner = self.order[0]
+        width = min(self.span, shape[inner])
+        column, col = divmod(coords[inner], width)
+        rows = math.prod(shape[d] for d in self.order[1:])
+        narrowed = shape[:inner] + (width,) + shape[inner + 1:]
+        within = coords[:inner] + (col,) + coords[inner + 1:]
+        return column * rows * width + super().offset(narrowed, within)
+
+    def __str__(self) -> str:
+        return (f"NvmmaSharedLayout(vec={self.vec}, per_phase={self.per_phase}, max_phase={self.max_phase}, "
+                f"order={list(self.order)})")
+
+    __repr__ = __str__
+
+
+Layout = Union[BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout, SwizzledSharedLayout, NvmmaSharedLayout]
 
 _CONSTRUCTORS = {cls.__name__: cls for cls in (BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout,
-                                               SwizzledSharedLayout)}
+                                               SwizzledSharedLayout, NvmmaSharedLayout)}
 
 
 def parse_layout(text: str) -> Layout:

@@ -33,6 +33,7 @@ copy (4, 8 or 16 aligned bytes under one mask bit).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
@@ -75,8 +76,7 @@ class _Chain:
         if self.permute is None:
             return layout
         order = tuple(self.permute.attrs["order"])
-        return SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,
-                                    tuple(order[d] for d in layout.order))
+        return dataclasses.replace(layout, order=tuple(order[d] for d in layout.order))
 
 
 def _users(region: Region) -> dict[Value, list[Operation]]:
@@ -269,8 +269,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     for chain in chains:
         load_ty = chain.load.results[0].type
         tile = chain.load_layout
-        layout = SwizzledSharedLayout(tile.vec, tile.per_phase, tile.max_phase,
-                                      tuple(d + 1 for d in tile.order) + (0,))
+        layout = dataclasses.replace(tile, order=tuple(d + 1 for d in tile.order) + (0,))
         buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [prefetch] + list(load_ty.shape),
                                                               layout)))
 

@@ -27,9 +27,13 @@ from tritone.ir.core import Function, Module, Operation, Value
 from . import codegen  # noqa: F401  (registers each op's scratch size)
 from .codegen_base import SCRATCH
 from .dot.shared import TILE_DEFINING_OPS, is_shared_tile, tile_bytes
+from .layouts import NvmmaSharedLayout
 
 _LOOPS = ("for", "while")
 _TILE_ALIGN = 128
+# wgmma's and TMA's swizzle patterns repeat every 1024 bytes (128-byte mode) and
+# assume a tile starts on a repeat (PTX_FACTS 4, 10)
+_NVMMA_TILE_ALIGN = 1024
 _SCRATCH_ALIGN = 16
 
 
@@ -51,6 +55,11 @@ class _User:
     end: int
     align: int
     offset: int = -1
+
+
+def tile_alignment(layout) -> int:
+    """The byte alignment a shared tile of `layout` starts on."""
+    return _NVMMA_TILE_ALIGN if isinstance(layout, NvmmaSharedLayout) else _TILE_ALIGN
 
 
 def scratch_bytes(op: Operation) -> int:
@@ -100,7 +109,7 @@ def _tile_users(fn: Function, positions: _Positions) -> list[_User]:
         if op.name in TILE_DEFINING_OPS:
             root_of[op.results[0]] = op
             at = positions.index[id(op)]
-            user = _User(op, tile_bytes(op.results[0].type), at, at, _TILE_ALIGN)
+            user = _User(op, tile_bytes(op.results[0].type), at, at, tile_alignment(op.results[0].type.layout))
             users.append(user)
             by_root[id(op)] = user
             continue

@@ -11,8 +11,8 @@ Every implementation keeps a two-step contract:
 
 Implementations register themselves with `register`, most specific first;
 `select(op, target)` picks the first one that supports the op on the target:
-`mma.sync` m16n8 on 8.x and later (`mma_v2.py`), m16n8k8 / m8n8k16 on 7.5
-(`mma_turing.py`), FMA otherwise (`fma.py`).
+`wgmma` on 9.0 (`wgmma.py`), `mma.sync` m16n8 on 8.x and later (`mma_v2.py`),
+m16n8k8 / m8n8k16 on 7.5 (`mma_turing.py`), FMA otherwise (`fma.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ class DotImplementation(ABC):
     @abstractmethod
     def supports(self, op: Operation, target: int) -> bool:
         """Whether this implementation computes `op` on compute capability `target`."""
+
+    def fits(self, op: Operation, num_warps: int) -> bool:
+        """Whether a kernel of `num_warps` warps can run this implementation for `op`
+        (tensor-core instructions issued by whole warpgroups need some)."""
+        return True
 
     @abstractmethod
     def infer_layout(self, op: Operation, target: int, num_warps: int, chained: bool) -> DistributedLayout:
@@ -63,11 +68,20 @@ def register(impl: DotImplementation) -> DotImplementation:
     return impl
 
 
-def select(op: Operation, target: int) -> DotImplementation:
-    """The implementation that computes the dot `op` on compute capability `target`."""
+def select(op: Operation, target: int, num_warps: int | None = None) -> DotImplementation:
+    """The implementation that computes the dot `op` on compute capability `target`.
+
+    The layout pass chooses (with the kernel's `num_warps`) and records its choice on
+    the op as the `implementation` attribute; later passes and codegen read it back."""
+    chosen = op.attrs.get("implementation")
     for impl in IMPLEMENTATIONS:
-        if impl.supports(op, target):
+        if chosen is not None:
+            if impl.name == chosen:
+                return impl
+        elif impl.supports(op, target) and (num_warps is None or impl.fits(op, num_warps)):
             return impl
+    if chosen is not None:
+        raise ValueError(f"dot implementation {chosen!r} recorded on the dot at {op.loc} does not exist")
     raise ValueError(f"no dot implementation for {op.operands[0].type} x {op.operands[1].type} on sm_{target}")
 
 
@@ -102,6 +116,7 @@ def _reaches_dot(start: Operation, region, neighbours) -> bool:
     return False
 
 
-# Registration order is preference order: tensor cores first, FMA last.
-from . import mma_v2, mma_turing, fma  # noqa: E402,F401,I001
+# Registration order is preference order: tensor cores first (wgmma before
+# mma.sync), FMA last.
+from . import wgmma, mma_v2, mma_turing, fma  # noqa: E402,F401,I001
 from . import codegen_dot  # noqa: E402,F401  (the GPU ops' code generators)

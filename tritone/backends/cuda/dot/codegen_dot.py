@@ -10,12 +10,14 @@ last reads of it, and its readers wait for the copies and then synchronise
 
 from __future__ import annotations
 
+import dataclasses
+
 from tritone.ir.core import Operation, Value
 
 from ..codegen_base import CodegenError, Emitter, emits
 from ..codegen_layout import _unique_registers
 from ..codegen_memory import owner_condition
-from ..layouts import SwizzledSharedLayout
+from ..layouts import NvmmaSharedLayout
 from . import select
 from .shared import (
     TileGeometry,
@@ -44,7 +46,7 @@ def stage_geometry(buffer: Value) -> TileGeometry:
     """The geometry of one stage (tile) of a multi-stage buffer `[stages, *tile]`."""
     layout = buffer.type.layout
     tile_order = tuple(d - 1 for d in layout.order if d != 0)
-    tile = SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase, tile_order)
+    tile = dataclasses.replace(layout, order=tile_order)
     return TileGeometry(tile, tuple(buffer.type.shape[1:]), buffer.type.scalar.itemsize)
 
 
@@ -63,7 +65,7 @@ def emit_local_alloc(em: Emitter, op: Operation) -> None:
     em.shared_access(offset, offset + tile_bytes(tile.type), True)
     linear = em.linear(source)
     eb = geom.elem_bytes
-    chunk = geom.layout.vec if geom.swizzled else geom.shape[geom.inner]
+    chunk = geom.layout.vec if geom.swizzled else geom.width
     run = max(1, min(linear.contiguous_registers(geom.inner), chunk, max(1, 16 // eb)))
     thread = layout_thread_parts(em, linear)
     base = smem_address(em)
@@ -151,5 +153,8 @@ def emit_async_commit(em: Emitter, op: Operation) -> None:
 def emit_async_wait(em: Emitter, op: Operation) -> None:
     pending = int(op.attrs.get("pending", 0))
     em.line(f'asm volatile("cp.async.wait_group {pending};" ::: "memory");')
+    if any(isinstance(buffer.type.layout, NvmmaSharedLayout) for buffer in op.operands):
+        # the tensor cores (wgmma) read these tiles through the async proxy
+        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
     # the copies are visible to their own threads; the barrier makes them everyone's
     em.barrier()

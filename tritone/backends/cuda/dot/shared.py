@@ -30,7 +30,7 @@ from tritone.ir.core import Value
 from tritone.ir.types import dtype
 
 from ..axis_info import AxisInfo, max_vector_elements
-from ..layouts import LinearLayout, SwizzledSharedLayout
+from ..layouts import LinearLayout, NvmmaSharedLayout, SwizzledSharedLayout
 
 TILE_DEFINING_OPS = ("local_alloc", "local_buffer")
 
@@ -94,7 +94,11 @@ def operand_shared_layout(index: int, shape: tuple[int, ...], elem_bytes: int, c
 
 @dataclass(frozen=True)
 class TileGeometry:
-    """Where the elements of a shared tile of `shape` in `layout` are."""
+    """Where the elements of a shared tile of `shape` in `layout` are.
+
+    A *row* is one line along the contiguous dim, `width` elements wide: the whole
+    extent, or one swizzle span of an `NvmmaSharedLayout` tile, whose contiguous
+    dim is cut into `columns` such column blocks stored one after the other."""
 
     layout: SwizzledSharedLayout
     shape: tuple[int, ...]
@@ -105,8 +109,24 @@ class TileGeometry:
         return self.layout.order[0]
 
     @property
+    def width(self) -> int:
+        """Elements of the contiguous dim in one stored row."""
+        extent = self.shape[self.inner]
+        if isinstance(self.layout, NvmmaSharedLayout):
+            return min(extent, self.layout.span)
+        return extent
+
+    @property
     def row_bytes(self) -> int:
-        return self.shape[self.inner] * self.elem_bytes
+        return self.width * self.elem_bytes
+
+    @property
+    def column_bytes(self) -> int:
+        """Bytes of one column block (every row, `width` elements each)."""
+        rows = 1
+        for d in self.layout.order[1:]:
+            rows *= self.shape[d]
+        return rows * self.row_bytes
 
     def row_strides(self) -> dict[int, int]:
         """For each dim but the contiguous one, how many rows one step along it moves."""
@@ -118,7 +138,7 @@ class TileGeometry:
 
     @property
     def swizzled(self) -> bool:
-        return self.layout.max_phase > 1 and self.layout.vec < self.shape[self.inner]
+        return self.layout.max_phase > 1 and self.layout.vec < self.width
 
     def byte_offset(self, coords: tuple[int, ...]) -> int:
         """The byte offset of element `coords` (Python, for checks and tests)."""
@@ -130,14 +150,18 @@ class TileGeometry:
                 if coords[d] != "0"]
         row = " + ".join(rows) if rows else "0"
         col = coords[self.inner]
+        column = ""
+        if self.width < self.shape[self.inner]:
+            column = f"((({col}) >> {_log2(self.width)}) * {self.column_bytes}) + "
+            col = f"(({col}) & {self.width - 1})"
         eb = self.elem_bytes
         if not self.swizzled:
-            return f"((({row}) * {self.shape[self.inner]} + ({col})) * {eb})"
+            return f"({column}(({row}) * {self.width} + ({col})) * {eb})"
         lay = self.layout
         lv, lpp = _log2(lay.vec), _log2(lay.per_phase)
         chunk = f"((({col}) >> {lv}) ^ ((({row}) >> {lpp}) & {lay.max_phase - 1}))"
         within = f" + (({col}) & {lay.vec - 1})" if lay.vec > 1 else ""
-        return f"(({row}) * {self.row_bytes} + (({chunk} << {lv}){within}) * {eb})"
+        return f"({column}({row}) * {self.row_bytes} + (({chunk} << {lv}){within}) * {eb})"
 
 
 @dataclass(frozen=True)
@@ -184,15 +208,23 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
     inner = geom.inner
     if any(c < 0 for c in const):
         return None
+    column_bytes = 0
+    if geom.width < geom.shape[inner]:
+        # whole column blocks of the constant part are a constant offset; a thread
+        # part reaching past one block has no split form
+        if thread[inner].bits >= geom.width:
+            return None
+        column_bytes = (const[inner] // geom.width) * geom.column_bytes
+        const = const[:inner] + (const[inner] % geom.width,) + const[inner + 1:]
     const_row = sum(const[d] * s for d, s in strides.items())
     row_terms = [f"({thread[d].expr}) * {s}" if s != 1 else f"({thread[d].expr})"
                  for d, s in strides.items() if thread[d].expr != "0"]
     thread_row = " + ".join(row_terms) if row_terms else "0"
     col = thread[inner]
     if not geom.swizzled:
-        const_bytes = (const_row * geom.shape[inner] + const[inner]) * eb
-        key = ("tile_linear", geom.shape[inner], eb, thread_row, col.expr)
-        base = _prologue_value(em, key, f"(({thread_row}) * {geom.shape[inner]} + ({col.expr})) * {eb}")
+        const_bytes = column_bytes + (const_row * geom.width + const[inner]) * eb
+        key = ("tile_linear", geom.width, eb, thread_row, col.expr)
+        base = _prologue_value(em, key, f"(({thread_row}) * {geom.width} + ({col.expr})) * {eb}")
         return f"{base} + {const_bytes}" if const_bytes else base
     period = lay.per_phase * lay.max_phase
     vec_mask = lay.vec - 1
@@ -208,7 +240,7 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
     row_bytes = _prologue_value(em, row_key, f"({thread_row}) * {geom.row_bytes}")
     x_key = ("tile_x", lv, lpp, lay.max_phase, thread_row, col.expr)
     x = _prologue_value(em, x_key, f"(({col.expr}) >> {lv}) ^ ((({thread_row}) >> {lpp}) & {lay.max_phase - 1})")
-    const_bytes = const_row * geom.row_bytes
+    const_bytes = column_bytes + const_row * geom.row_bytes
     if const_chunk == 0:
         base = _prologue_value(em, ("tile_base", row_bytes, x, shift), f"{row_bytes} + ({x} << {shift})")
         return f"{base} + {const_bytes}" if const_bytes else base
@@ -275,7 +307,7 @@ def copy_vector_width(linear: LinearLayout, ptr_info: AxisInfo, mask_info: AxisI
     at most 16 bytes."""
     dim = geom.inner
     vec = min(linear.contiguous_registers(dim), max_vector_elements(ptr_info, dim, elem_bytes),
-              geom.layout.vec if geom.swizzled else geom.shape[dim])
+              geom.layout.vec if geom.swizzled else geom.width)
     if mask_info is not None:
         vec = min(vec, mask_info.constancy[dim])
     return max(1, 1 << (max(1, vec).bit_length() - 1))

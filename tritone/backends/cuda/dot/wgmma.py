@@ -1,0 +1,211 @@
+"""`tl.dot` on Hopper (sm_90a) with `wgmma.mma_async` (PTX_FACTS 10).
+
+A warpgroup (4 consecutive warps) multiplies a 64-row slab of `a` by `b`, both
+read by the tensor cores straight from shared memory through 64-bit matrix
+descriptors; the accumulator stays in registers. Its register layout per warp is
+the `mma.sync` m16n8 accumulator layout with warp `w` of the group on rows
+`16w .. 16w + 15`, so the result is an `NvidiaMmaLayout` with every warp along
+M (`warps_per_cta = (num_warps, 1)`): the code after the dot is that of an
+`mma.sync` dot.
+
+Operand tiles are `NvmmaSharedLayout`s: the hardware's 128/64/32-byte swizzle,
+the contiguous dim cut into swizzle-wide column blocks. A tile contiguous along
+K is "K-major" for the instruction, one contiguous along M (a) or N (b) is
+"MN-major" (fp16 and bf16 allow both). Descriptor fields: the start address,
+the leading byte offset (LBO: between column blocks along M/N of an MN-major
+tile; unused for K-major) and the stride byte offset (SBO: between groups of 8
+rows), and the swizzle mode.
+
+Each dot issues all its instructions as one group and waits for it before the
+result is read: the operand tiles may be overwritten right after the dot, as
+with `mma.sync`. The tiles were written by `cp.async` or ordinary stores, which
+the tensor cores' (async proxy) reads must be ordered after:
+`fence.proxy.async.shared::cta` in every thread before the barrier that
+precedes the dot.
+"""
+
+from __future__ import annotations
+
+from tritone.ir.core import Operation
+from tritone.ir.types import type_text
+
+from ..codegen_base import CodegenError
+from ..layouts import DistributedLayout, NvidiaMmaLayout, NvmmaSharedLayout
+from . import DotImplementation, register
+from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
+
+_INPUTS = {"fp16": "f16", "bf16": "bf16"}
+# descriptor swizzle codes by swizzle span in bytes (not CUtensorMapSwizzle's)
+_SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}
+_MAX_N = 256
+_K_STEP = 16  # K of one instruction for 16-bit inputs
+
+
+def _instruction_n(n: int) -> int | None:
+    """N of the instructions covering a result `n` columns wide."""
+    if n <= _MAX_N:
+        return n if n % 16 == 0 else None
+    return _MAX_N if n % _MAX_N == 0 else None
+
+
+def swizzle_span(width_bytes: int) -> int:
+    """The widest hardware swizzle span (bytes) a tile row of `width_bytes` fills."""
+    for span in (128, 64, 32):
+        if width_bytes >= span:
+            return span
+    raise ValueError(f"a wgmma operand tile row of {width_bytes} bytes is narrower than 32 bytes")
+
+
+def nvmma_layout(shape: tuple[int, ...], elem_bytes: int, contiguous_dim: int) -> NvmmaSharedLayout:
+    """The wgmma tile layout of a rank-2 `shape` stored contiguous along `contiguous_dim`."""
+    span = swizzle_span(shape[contiguous_dim] * elem_bytes)
+    order = (contiguous_dim, 1 - contiguous_dim)
+    return NvmmaSharedLayout(16 // elem_bytes, 128 // span, span // 16, order)
+
+
+class Wgmma(DotImplementation):
+    name = "wgmma"
+
+    def supports(self, op: Operation, target: int) -> bool:
+        if target != 90:
+            return False
+        a, b, acc = op.operands
+        if len(acc.type.shape) != 2 or a.type.scalar != b.type.scalar:
+            return False
+        if type_text(a.type.scalar) not in _INPUTS or type_text(acc.type.scalar) != "fp32":
+            return False
+        m, n = acc.type.shape
+        k = a.type.shape[-1]
+        return m % 64 == 0 and k % _K_STEP == 0 and _instruction_n(n) is not None
+
+    def fits(self, op: Operation, num_warps: int) -> bool:
+        m = op.results[0].type.shape[0]
+        return num_warps % 4 == 0 and m % (16 * num_warps) == 0
+
+    def infer_layout(self, op: Operation, target: int, num_warps: int, chained: bool) -> DistributedLayout:
+        return NvidiaMmaLayout((2, 0), (num_warps, 1), (16, 8))
+
+    def shared_operand_layout(self, op: Operation, index: int, contiguous_dim: int) -> NvmmaSharedLayout:
+        value = op.operands[index]
+        return nvmma_layout(tuple(value.type.shape), value.type.scalar.itemsize, contiguous_dim)
+
+    def lower(self, op: Operation, em) -> None:
+        _Lowering(em, op).run()
+
+
+class _Operand:
+    """One operand tile: its descriptor's fixed fields and where an instruction's slab starts."""
+
+    def __init__(self, em, value, index: int):
+        if not is_shared_tile(value) or not isinstance(value.type.layout, NvmmaSharedLayout):
+            raise CodegenError(f"wgmma operand {index} of type {value.type} is not a wgmma shared tile")
+        self.value = value
+        self.geom = TileGeometry(value.type.layout, tuple(value.type.shape), value.type.scalar.itemsize)
+        k_dim = 1 if index == 0 else 0
+        self.k_major = self.geom.inner == k_dim
+        self.swizzle = _SWIZZLE_CODE[self.geom.row_bytes]
+        self.sbo = 8 * self.geom.row_bytes
+        self.lbo = 16 if self.k_major else self.geom.column_bytes
+
+    @property
+    def transposed(self) -> int:
+        return 0 if self.k_major else 1
+
+    def offset(self, mn0: int, k0: int) -> int:
+        """Byte offset in the tile of the slab whose first row (M or N) is `mn0` and first K is `k0`."""
+        geom = self.geom
+        eb = geom.elem_bytes
+        if self.k_major:
+            return (k0 // geom.width) * geom.column_bytes + mn0 * geom.row_bytes + (k0 % geom.width) * eb
+        return (mn0 // geom.width) * geom.column_bytes + k0 * geom.row_bytes
+
+
+def _descriptor_helper(em) -> str:
+    name = "tt_wgmma_desc"
+    em.declare_once(
+        f"static __device__ __forceinline__ unsigned long long {name}(unsigned addr, unsigned lbo, unsigned sbo,\n"
+        "                                                              unsigned long long swizzle) {\n"
+        "  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)\n"
+        "       | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (swizzle << 62);\n"
+        "}")
+    return name
+
+
+class _Lowering:
+    def __init__(self, em, op: Operation):
+        self.em = em
+        self.op = op
+        self.result = op.results[0]
+        layout = self.result.type.layout
+        if not isinstance(layout, NvidiaMmaLayout) or layout.warps_per_cta[1] != 1:
+            raise CodegenError(f"wgmma dot at {op.loc}: result layout {layout} is not a warpgroup layout")
+        self.num_warps = layout.warps_per_cta[0]
+        self.linear = em.linear(self.result)
+
+    def _register_of(self) -> dict[tuple[int, ...], int]:
+        return {self.linear.register_coords(j): j for j in range(self.linear.num_registers)}
+
+    def run(self) -> None:
+        em, op = self.em, self.op
+        a, b, acc = op.operands
+        ops = (_Operand(em, a, 0), _Operand(em, b, 1))
+        name = em.define_block(self.result)
+        em.copy(name, em.name(acc), acc)
+        count = em.nregs(self.result)
+        em.memo["arch_suffix"] = "a"
+        # ordinary and cp.async writes of the tiles, before the tensor cores read them
+        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+        for value in (a, b):
+            start, end = tile_range(value)
+            em.shared_access(start, end, False)
+        m, n = self.result.type.shape
+        depth = a.type.shape[-1]
+        n_step = _instruction_n(n)
+        slab_rows = 16 * self.num_warps  # rows one m step of all warpgroups covers
+        base = smem_address(em)
+        desc = _descriptor_helper(em)
+        group_row = em.fresh("tt_wg_row")
+        em.line(f"const unsigned {group_row} = (unsigned)(tt_warp >> 2) * 64u;")
+        descriptors = []
+        for operand in ops:
+            var = em.fresh("tt_desc")
+            start = f"{base} + {em.name(operand.value)}"
+            if operand is ops[0]:
+                # each warpgroup's slab of a starts at its own row
+                row = (f"{group_row} * {operand.geom.row_bytes}u" if operand.k_major
+                       else f"({group_row} / {operand.geom.width}u) * {operand.geom.column_bytes}u")
+                start += f" + {row}"
+            em.line(f"const unsigned long long {var} = {desc}({start}, {operand.lbo}u, {operand.sbo}u, "
+                    f"{operand.swizzle}ull);")
+            descriptors.append(var)
+        register_of = self._register_of()
+        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+        ptx_type = _INPUTS[type_text(a.type.scalar)]
+        for k0 in range(0, depth, _K_STEP):
+            for m0 in range(0, m, slab_rows):
+                for n0 in range(0, n, n_step):
+                    regs = []
+                    for i in range(n_step // 2):
+                        coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                        regs.append(f"{name}[{register_of[coord]}]")
+                    a_off = ops[0].offset(m0, k0) >> 4
+                    b_off = ops[1].offset(n0, k0) >> 4
+                    self._issue(ptx_type, n_step, regs, f"{descriptors[0]} + {a_off}ull",
+                                f"{descriptors[1]} + {b_off}ull", ops[0].transposed, ops[1].transposed)
+        em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+        em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+
+    def _issue(self, ptx_type: str, n: int, regs: list[str], desc_a: str, desc_b: str, trans_a: int,
+               trans_b: int) -> None:
+        nd = len(regs)
+        outs = ", ".join(f"%{i}" for i in range(nd))
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, %{nd + 2}, 0; "
+                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+                f"{{{outs}}}, %{nd}, %{nd + 1}, p, 1, 1, {trans_a}, {trans_b}; }}")
+        operands = ", ".join(f'"+f"({r})' for r in regs)
+        self.em.line(f'asm volatile("{text}" : {operands} : "l"({desc_a}), "l"({desc_b}), "r"(1));')
+
+
+register(Wgmma())
