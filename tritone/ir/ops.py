@@ -166,7 +166,10 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("scan", 1, None, "operands", {"axis": _attr(_INT), "reverse": _attr(_BOOL)},
                (RegionSpec("combine", "yield"),)),
         OpSpec("dot", 3, 3, 1, {"input_precision": _attr(_STR, ("tf32", "tf32x3", "ieee")),
-                                "max_num_imprecise_acc": _optional((int, type(None)))}),
+                                "max_num_imprecise_acc": _optional((int, type(None))),
+                                # set by the GPU passes: the implementation chosen, and
+                                # whether the dot is left running into the next trip
+                                "implementation": _optional(_STR), "in_flight": _optional(_INT)}),
         # control flow
         OpSpec("for", 3, None, "carried", {name: _optional((int, bool)) for name in FOR_ATTRS},
                (RegionSpec("body", "yield"),)),
@@ -191,6 +194,8 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("async_copy", 3, 4, 0, effect=WRITE),
         OpSpec("async_commit", 0, 0, 0, effect=WRITE),
         OpSpec("async_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
+        # waits for asynchronous dots (wgmma) accumulating into its operands
+        OpSpec("dot_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
     ]
     return {spec.name: spec for spec in specs}
 

@@ -38,8 +38,9 @@ def cuda_compile():
         assert generated, "NVRTC knows none of the architectures"
         # NVRTC compiles separate programs concurrently (and releases the GIL)
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {arch: pool.submit(nvrtc.compile, source, f"{name}.cu", arch, options=["-w"])
-                       for arch, (source, name, _) in generated.items()}
+            futures = {arch: pool.submit(nvrtc.compile, source, f"{name}.cu", arch, options=["-w"],
+                                         arch_suffix=metadata.get("arch_suffix", ""))
+                       for arch, (source, name, metadata) in generated.items()}
         results = {}
         for arch, (source, _, metadata) in generated.items():
             result = futures[arch].result()

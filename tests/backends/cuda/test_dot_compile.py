@@ -278,8 +278,14 @@ def test_matmul_compiles_for_every_target(cuda_compile):
         ptx = result.ptx
         _no_local_memory(ptx, arch)
         assert bool(_ptx_count(ptx, r"cp\.async\.cg\.shared\.global")) == (arch >= 80), f"sm_{arch}: cp.async"
-        assert bool(_ptx_count(ptx, r"ldmatrix")) == (arch >= 75), f"sm_{arch}: ldmatrix"
-        if arch >= 80:
+        assert bool(_ptx_count(ptx, r"wgmma\.mma_async")) == (arch == 90), f"sm_{arch}: wgmma"
+        assert bool(_ptx_count(ptx, r"ldmatrix")) == (arch >= 75 and arch != 90), f"sm_{arch}: ldmatrix"
+        if arch == 90:
+            # wgmma stays in flight across trips: a third stage, so the copies never
+            # overwrite the tiles the running group reads
+            assert metadata["shared"] == 3 * (64 * 32 + 32 * 64) * 2
+            assert _ptx_count(ptx, r"wgmma\.wait_group\.sync\.aligned 1") == 1
+        elif arch >= 80:
             # two stages of a 64x32 and a 32x64 fp16 tile, as Triton
             assert metadata["shared"] == 2 * (64 * 32 + 32 * 64) * 2
             assert _ptx_count(ptx, r"cp\.async\.wait_group 1") == 1
@@ -292,7 +298,8 @@ def test_attention_compiles_for_every_target(cuda_compile):
 
     for arch, (_, _, result) in cuda_compile(build, archs=(61, 75, 80, 90, 120)).items():
         _no_local_memory(result.ptx, arch)
-        assert bool(_ptx_count(result.ptx, r"mma\.sync")) == (arch >= 75)
+        assert bool(_ptx_count(result.ptx, r"mma\.sync|wgmma\.mma_async")) == (arch >= 75)
+        assert bool(_ptx_count(result.ptx, r"wgmma\.mma_async")) == (arch == 90)
 
 
 def test_attention_loop_code_shape():
@@ -332,6 +339,9 @@ def test_shared_memory_that_does_not_fit_fails_at_compile_time():
         generate_cuda(module, 86, {"num_warps": 8})  # 3 x 64 KB of stages > 99 KB
     module = ir_module(matmul_kernel, MATMUL_SIG, consts, 80, num_warps=8, num_stages=3)
     _, _, metadata = generate_cuda(module, 90, {"num_warps": 8})
+    assert metadata["shared"] == 3 * (256 * 64 + 64 * 256) * 2  # wgmma in flight: a third stage
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 80, num_warps=8, num_stages=3)
+    _, _, metadata = generate_cuda(module, 80, {"num_warps": 8})
     assert metadata["shared"] == 2 * (256 * 64 + 64 * 256) * 2
 
 

@@ -234,3 +234,22 @@ def test_attention_with_block_pointers():
                                                            scale=sm_scale)[0]
     torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
 
+
+
+# Hopper's wgmma path: warpgroup tiles, K- and MN-major operands of every swizzle
+# width (32, 64, 128 bytes; column blocks past 128), accumulators left in flight
+# over a pipelined K loop with a masked last block. On other GPUs these run the
+# mma.sync path and must give the same results.
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m, n, k, num_warps", [(64, 64, 16, 4), (64, 32, 32, 4), (128, 128, 64, 4),
+                                                (128, 256, 64, 8), (128, 64, 128, 8)])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_warpgroup_block_dot(dtype, m, n, k, num_warps, trans_a, trans_b):
+    _block_dot(dtype, "fp32", "tf32", m, n, k, trans_a, trans_b, num_warps=num_warps, seed=23)
+
+
+@pytest.mark.parametrize("block, num_warps, num_stages", [((128, 256, 64), 8, 3), ((128, 128, 32), 4, 4),
+                                                          ((64, 128, 64), 4, 2), ((128, 128, 64), 8, 5)])
+def test_warpgroup_matmul_pipeline(block, num_warps, num_stages):
+    c, ref = _matmul(384, 512, 1040, block=block, num_warps=num_warps, num_stages=num_stages, seed=29)
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)

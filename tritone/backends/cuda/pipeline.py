@@ -171,6 +171,33 @@ def _depends_on(op: Operation, values: set[Value], memo: dict[int, bool]) -> boo
     return result
 
 
+def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Operation, int]]:
+    """The wgmma dots of `body` that may stay in flight into the next trip, each with
+    the index of the carried value it accumulates into: the dot reads two pipelined
+    tiles, it is the only reader
+    of that carried value and its result is only yielded back in the same place.
+    Empty unless every wgmma dot of the body is one (the copies' stage rule changes
+    for all tiles at once)."""
+    found = []
+    pipelined = {chain.alloc.results[0] for chain in chains}
+    args = list(body.args[1:])
+    terminator = body.terminator
+    for op in body.ops:
+        if op.name != "dot" or op.attrs.get("implementation") != "wgmma":
+            continue
+        acc, result = op.operands[2], op.results[0]
+        if op.operands[0] not in pipelined or op.operands[1] not in pipelined or acc not in args:
+            return []
+        index = args.index(acc)
+        result_users = users.get(result, [])
+        if len(users.get(acc, [])) != 1 or len(result_users) != 1 or result_users[0] is not terminator:
+            return []
+        if [i for i, v in enumerate(terminator.operands) if v is result] != [index]:
+            return []
+        found.append((op, index))
+    return found
+
+
 def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap) -> bool:
     """Pipeline `loop` over `stages` buffers if it can be done exactly; whether it was."""
     body = loop.regions[0]
@@ -264,13 +291,17 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     lb, ub, step = loop.operands[:3]
     iv_ty = lb.type
     prefetch = stages - 1
+    # wgmma dots left in flight read their stage during the next trip too: one
+    # more stage, and each trip's copies go to the stage the trip before read
+    in_flight = _in_flight_dots(body, _users(fn.body), chains)
+    slots = prefetch + (1 if in_flight else 0)
     b = _Builder(parent, loop, loop.loc)
     buffers = []
     for chain in chains:
         load_ty = chain.load.results[0].type
         tile = chain.load_layout
         layout = dataclasses.replace(tile, order=tuple(d + 1 for d in tile.order) + (0,))
-        buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [prefetch] + list(load_ty.shape),
+        buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [slots] + list(load_ty.shape),
                                                               layout)))
 
     # prologue: the first `prefetch` trips' copies, and the ahead carried values after them
@@ -320,16 +351,26 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
     for op in slice_ops:
         nb.clone(op, mapping)
-    _issue_copies(nb, chains, buffers, stage, mapping, in_range)
+    slot = stage
+    if in_flight:
+        first = nb.value("cmp", [stage, nb.constant(0, int32)], int1, pred="eq")
+        before = nb.value("sub", [stage, nb.constant(1, int32)], int32)
+        slot = nb.value("select", [first, nb.constant(slots - 1, int32), before], int32)
+    _issue_copies(nb, chains, buffers, slot, mapping, in_range)
     advanced = {i: mapping.get(terminator.operands[i], terminator.operands[i]) for i in ahead}
     yielded = [advanced.get(i, v) for i, v in enumerate(terminator.operands)]
     yielded = [_remap(v, body, new_body) for v in yielded]
     bumped = nb.value("add", [stage, nb.constant(1, int32)], int32)
-    wrapped = nb.value("cmp", [bumped, nb.constant(prefetch, int32)], int1, pred="eq")
+    wrapped = nb.value("cmp", [bumped, nb.constant(slots, int32)], int1, pred="eq")
     nb.op("yield", yielded + [nb.value("select", [wrapped, nb.constant(0, int32), bumped], int32)])
 
     after = parent.ops.index(new_loop) + 1
     parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))
+    if in_flight:
+        for dot, _ in in_flight:
+            dot.attrs["in_flight"] = 1
+        accumulators = [new_loop.results[index] for _, index in in_flight]
+        parent.insert(after, Operation("dot_wait", accumulators, [], {"pending": 0}, loc=loop.loc))
     for old, new in zip(loop.results, new_loop.results):
         replace_all_uses(fn.body, old, new)
     parent.ops.remove(loop)

@@ -17,8 +17,13 @@ tile; unused for K-major) and the stride byte offset (SBO: between groups of 8
 rows), and the swizzle mode.
 
 Each dot issues all its instructions as one group and waits for it before the
-result is read: the operand tiles may be overwritten right after the dot, as
-with `mma.sync`. The tiles were written by `cp.async` or ordinary stores, which
+result is read, so the operand tiles may be overwritten right after the dot, as
+with `mma.sync`; except a dot the software pipeline marks `in_flight` (one
+accumulating over a loop into a carried value only it reads, from pipelined
+tiles): it accumulates in place and waits only for the group of the trip
+before, and a `dot_wait` after the loop waits for the last one.
+
+The tiles were written by `cp.async` or ordinary stores, which
 the tensor cores' (async proxy) reads must be ordered after:
 `fence.proxy.async.shared::cta` in every thread before the barrier that
 precedes the dot.
@@ -29,7 +34,7 @@ from __future__ import annotations
 from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
-from ..codegen_base import CodegenError
+from ..codegen_base import CodegenError, emits
 from ..layouts import DistributedLayout, NvidiaMmaLayout, NvmmaSharedLayout
 from . import DotImplementation, register
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
@@ -149,8 +154,14 @@ class _Lowering:
         em, op = self.em, self.op
         a, b, acc = op.operands
         ops = (_Operand(em, a, 0), _Operand(em, b, 1))
-        name = em.define_block(self.result)
-        em.copy(name, em.name(acc), acc)
+        in_flight = bool(op.attrs.get("in_flight"))
+        if in_flight:
+            # accumulates in place into the carried value only it reads (pipeline.py)
+            name = em.name(acc)
+            em.bind(self.result, name)
+        else:
+            name = em.define_block(self.result)
+            em.copy(name, em.name(acc), acc)
         count = em.nregs(self.result)
         em.memo["arch_suffix"] = "a"
         # ordinary and cp.async writes of the tiles, before the tensor cores read them
@@ -194,8 +205,7 @@ class _Lowering:
                     self._issue(ptx_type, n_step, regs, f"{descriptors[0]} + {a_off}ull",
                                 f"{descriptors[1]} + {b_off}ull", ops[0].transposed, ops[1].transposed)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
-        em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
-        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+        wait_for_dots(em, [name], count, 1 if in_flight else 0)
 
     def _issue(self, ptx_type: str, n: int, regs: list[str], desc_a: str, desc_b: str, trans_a: int,
                trans_b: int) -> None:
@@ -206,6 +216,21 @@ class _Lowering:
                 f"{{{outs}}}, %{nd}, %{nd + 1}, p, 1, 1, {trans_a}, {trans_b}; }}")
         operands = ", ".join(f'"+f"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : "l"({desc_a}), "l"({desc_b}), "r"(1));')
+
+
+def wait_for_dots(em, accumulators: list[str], count: int, pending: int) -> None:
+    """Wait until at most `pending` wgmma groups are in flight; the register fences
+    keep the compiler from moving accesses of the accumulators across the wait."""
+    em.line(f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");')
+    for name in accumulators:
+        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+
+
+@emits("dot_wait")
+def emit_dot_wait(em, op: Operation) -> None:
+    """The wait after a loop whose wgmma dots stayed in flight (pipeline.py)."""
+    for value in op.operands:
+        wait_for_dots(em, [em.name(value)], em.nregs(value), int(op.attrs["pending"]))
 
 
 register(Wgmma())

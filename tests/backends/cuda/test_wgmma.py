@@ -1,0 +1,147 @@
+"""Hopper's wgmma dot path without a GPU: the shared tile layout is the hardware's
+swizzle, the C++ tile addresses agree with the layout, the dot implementation is
+chosen per target, dtype and warp count, and a pipelined K loop leaves its dots in
+flight (a third stage, a `dot_wait` after the loop) only where that is safe."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from test_dot_compile import (
+    ATTENTION_SIG,
+    MATMUL_SIG,
+    attention_kernel,
+    dot_kernel,
+    ir_module,
+    matmul_constexprs,
+    matmul_kernel,
+)
+
+import tritone.language as tl
+from tritone.backends.cuda import generate_cuda
+from tritone.backends.cuda.dot.shared import ThreadPart, TileGeometry, split_offset
+from tritone.backends.cuda.dot.wgmma import nvmma_layout
+from tritone.backends.cuda.layouts import NvmmaSharedLayout, SwizzledSharedLayout, parse_layout
+
+
+def hardware_swizzle(byte: int, span: int) -> int:
+    """The address the tensor cores read for a canonical row-major tile with rows of
+    `span` bytes: 16-byte chunk bits [4, 4 + log2(span/16)) XOR the address bits from 7 up
+    (PTX_FACTS 4)."""
+    mask = span // 16 - 1
+    return byte ^ (((byte >> 7) & mask) << 4)
+
+
+@pytest.mark.parametrize("elem_bytes", [2, 4, 1])
+@pytest.mark.parametrize("span", [128, 64, 32])
+def test_tile_layout_is_the_hardware_swizzle(span, elem_bytes):
+    width = span // elem_bytes
+    layout = nvmma_layout((32, width), elem_bytes, 1)
+    for r, c in itertools.product(range(32), range(width)):
+        byte = r * span + c * elem_bytes
+        assert layout.offset((32, width), (r, c)) * elem_bytes == hardware_swizzle(byte, span)
+
+
+def test_wide_tiles_are_column_blocks_of_one_span():
+    layout = nvmma_layout((16, 256), 2, 1)  # 512-byte rows: four 128-byte column blocks
+    assert layout == NvmmaSharedLayout(8, 1, 8, (1, 0))
+    narrow = SwizzledSharedLayout(8, 1, 8, (1, 0))
+    offsets = set()
+    for r, c in itertools.product(range(16), range(256)):
+        off = layout.offset((16, 256), (r, c))
+        assert off == (c // 64) * 16 * 64 + narrow.offset((16, 64), (r, c % 64))
+        offsets.add(off)
+    assert offsets == set(range(16 * 256))
+    assert parse_layout(str(layout)) == layout
+
+
+def _eval(expr: str, names: dict) -> int:
+    return eval(expr, {}, names)  # the C++ offset expressions use Python's integer operators
+
+
+@pytest.mark.parametrize("shape, contiguous", [((64, 256), 1), ((128, 64), 0), ((32, 16), 1), ((16, 512), 1)])
+def test_cpp_tile_addresses_agree_with_the_layout(shape, contiguous):
+    geom = TileGeometry(nvmma_layout(shape, 2, contiguous), shape, 2)
+    names = ("r", "c") if contiguous == 1 else ("c", "r")
+    general = geom.general_offset(list(names))
+    for coords in itertools.product(*(range(0, s, 3) for s in shape)):
+        assert _eval(general, dict(zip(names, coords))) == geom.byte_offset(coords)
+
+    class Prologue:  # what split_offset needs of an emitter
+        memo: dict = {}
+        prologue: list = []
+
+    em = Prologue()
+    inner = geom.inner
+    thread = [ThreadPart("0", 0), ThreadPart("0", 0)]
+    thread[inner] = ThreadPart("t", 7)  # a thread's first 8 elements of a chunk start
+    thread[1 - inner] = ThreadPart("u", 3)
+    for const in [(0, 0), (8, 64), (16, 128), (8, 8)]:
+        const = tuple(min(c, s - 8) // 8 * 8 for c, s in zip(const, shape))
+        split = split_offset(em, geom, thread, const)
+        if split is None:
+            continue
+        values = {}
+        for line in em.prologue:
+            name, expr = line.removeprefix("const unsigned ").rstrip(";").split(" = ", 1)
+            values[name] = _eval(expr, {**values, "t": 0, "u": 1})
+        coords = [c for c in const]
+        coords[1 - inner] += 1
+        assert _eval(split, {**values, "t": 0, "u": 1}) == geom.byte_offset(tuple(coords))
+
+
+def _dot_implementations(module) -> list[str]:
+    return [op.attrs.get("implementation") for op in module.walk() if op.name == "dot"]
+
+
+DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i32", "stride_ak": "i32",
+           "stride_bk": "i32", "stride_bn": "i32"}
+
+
+@pytest.mark.parametrize("arch, m, n, k, num_warps, dtype, expected", [
+    (90, 128, 128, 64, 4, "fp16", "wgmma"),
+    (90, 64, 32, 16, 4, "bf16", "wgmma"),
+    (90, 64, 64, 32, 8, "fp16", "mma_v2"),   # 8 warps need 128 rows
+    (90, 64, 8, 32, 4, "fp16", "mma_v2"),    # N below one 16-element swizzle row
+    (90, 32, 64, 32, 4, "fp16", "mma_v2"),   # M below a warpgroup's 64 rows
+    (90, 64, 64, 32, 4, "fp32", "mma_v2"),   # tf32: not on the wgmma path yet
+    (80, 128, 128, 64, 4, "fp16", "mma_v2"),
+    (120, 128, 128, 64, 4, "fp16", "mma_v2"),
+])
+def test_the_dot_implementation_per_target(arch, m, n, k, num_warps, dtype, expected):
+    sig = {**DOT_SIG, "a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}"}
+    consts = {"M": m, "N": n, "K": k, "TRANS_A": False, "TRANS_B": False, "ACC": tl.float32, "PRECISION": "tf32"}
+    module = ir_module(dot_kernel, sig, consts, arch, num_warps=num_warps)
+    source, _, metadata = generate_cuda(module, arch, {"num_warps": num_warps})
+    assert _dot_implementations(module) == [expected]
+    assert ("wgmma.mma_async" in source) == (expected == "wgmma")
+    assert metadata.get("arch_suffix", "") == ("a" if expected == "wgmma" else "")
+
+
+def _loop(module):
+    return next(op for op in module.walk() if op.name == "for")
+
+
+def test_a_pipelined_accumulation_stays_in_flight():
+    consts = matmul_constexprs(128, 128, 64, loop_stages=3)
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 90, num_warps=4)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 4})
+    loop = _loop(module)
+    dots = [op for op in loop.regions[0].ops if op.name == "dot"]
+    assert [d.attrs.get("in_flight") for d in dots] == [1]
+    after = loop.parent.ops[loop.parent.ops.index(loop) + 1:]
+    assert [op.name for op in after[:2]] == ["dot_wait", "async_wait"]
+    buffers = [op.results[0].type.shape[0] for op in module.walk() if op.name == "local_buffer"]
+    assert buffers == [3, 3]
+    assert source.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert source.count("wgmma.wait_group.sync.aligned 0;") == 1
+
+
+def test_attention_dots_wait_for_their_results():
+    consts = {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}
+    module = ir_module(attention_kernel, ATTENTION_SIG, consts, 90, num_warps=8)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 8})
+    assert _dot_implementations(module) == ["wgmma", "wgmma"]
+    assert not any(op.attrs.get("in_flight") for op in module.walk() if op.name == "dot")
+    assert "wgmma.wait_group.sync.aligned 1;" not in source
