@@ -207,7 +207,7 @@ def test_matmul_dtypes(dtype, precision):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("z, h, n_ctx, head_dim, block_m, block_n, num_warps",
-                         [(2, 3, 256, 64, 64, 32, 4), (1, 2, 512, 128, 128, 64, 8)])
+                         [(2, 3, 256, 64, 64, 32, 4), (1, 2, 512, 128, 128, 64, 8), (1, 2, 512, 64, 128, 64, 4)])
 def test_attention_forward(z, h, n_ctx, head_dim, block_m, block_n, num_warps, causal):
     gen = torch.Generator(device="cuda").manual_seed(17)
     q, k, v = (torch.randn((z, h, n_ctx, head_dim), device="cuda", generator=gen).half() for _ in range(3))

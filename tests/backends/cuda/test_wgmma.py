@@ -6,6 +6,7 @@ flight (a third stage, a `dot_wait` after the loop) only where that is safe."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from test_dot_compile import (
@@ -145,3 +146,6 @@ def test_attention_dots_wait_for_their_results():
     assert _dot_implementations(module) == ["wgmma", "wgmma"]
     assert not any(op.attrs.get("in_flight") for op in module.walk() if op.name == "dot")
     assert "wgmma.wait_group.sync.aligned 1;" not in source
+    # p @ v takes p from registers: four fragment registers, no descriptor for a
+    # (v is contiguous along N: MN-major, transposed)
+    assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p, 1, 1, 1;", source)

@@ -224,6 +224,10 @@ class Emitter:
     def is_used(self, value: Value) -> bool:
         return self._uses.get(value, 0) > 0
 
+    def use_count(self, value: Value) -> int:
+        """How many operands of the function's ops are `value`."""
+        return self._uses.get(value, 0)
+
     def linear(self, value: Value) -> LinearLayout:
         layout = value.type.layout
         if not isinstance(layout, DistributedLayout):

@@ -8,6 +8,8 @@ the `mma.sync` m16n8 accumulator layout with warp `w` of the group on rows
 M (`warps_per_cta = (num_warps, 1)`): the code after the dot is that of an
 `mma.sync` dot.
 
+`a` may also come from registers, in the m16n8k16 fragments of each warp's
+rows (attention's `p`, computed in the previous dot's accumulator layout).
 Operand tiles are `NvmmaSharedLayout`s: the hardware's 128/64/32-byte swizzle,
 the contiguous dim cut into swizzle-wide column blocks. A tile contiguous along
 K is "K-major" for the instruction, one contiguous along M (a) or N (b) is
@@ -35,8 +37,9 @@ from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
 from ..codegen_base import CodegenError, emits
-from ..layouts import DistributedLayout, NvidiaMmaLayout, NvmmaSharedLayout
+from ..layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
 from . import DotImplementation, register
+from .mma import _OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
 
 _INPUTS = {"fp16": "f16", "bf16": "bf16"}
@@ -89,6 +92,13 @@ class Wgmma(DotImplementation):
 
     def infer_layout(self, op: Operation, target: int, num_warps: int, chained: bool) -> DistributedLayout:
         return NvidiaMmaLayout((2, 0), (num_warps, 1), (16, 8))
+
+    def register_operand_layout(self, op: Operation, index: int,
+                                result_layout: DistributedLayout) -> DotOperandLayout | None:
+        # a may come from registers, in the m16n8k16 fragments of each warp's rows
+        if index != 0 or not isinstance(result_layout, NvidiaMmaLayout) or result_layout.warps_per_cta[1] != 1:
+            return None
+        return DotOperandLayout(0, result_layout, 2)
 
     def shared_operand_layout(self, op: Operation, index: int, contiguous_dim: int) -> NvmmaSharedLayout:
         value = op.operands[index]
@@ -153,10 +163,12 @@ class _Lowering:
     def run(self) -> None:
         em, op = self.em, self.op
         a, b, acc = op.operands
-        ops = (_Operand(em, a, 0), _Operand(em, b, 1))
+        a_registers = None if is_shared_tile(a) else _OperandSource(em, a, 0, self.linear, 2)
+        ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
-        if in_flight:
-            # accumulates in place into the carried value only it reads (pipeline.py)
+        if in_flight or (acc.defining_op is not None and em.use_count(acc) == 1):
+            # accumulates in place into a value only this dot reads (in flight: the
+            # carried value of a pipelined loop, pipeline.py)
             name = em.name(acc)
             em.bind(self.result, name)
         else:
@@ -166,9 +178,10 @@ class _Lowering:
         em.memo["arch_suffix"] = "a"
         # ordinary and cp.async writes of the tiles, before the tensor cores read them
         em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
-        for value in (a, b):
-            start, end = tile_range(value)
-            em.shared_access(start, end, False)
+        for operand in ops:
+            if operand is not None:
+                start, end = tile_range(operand.value)
+                em.shared_access(start, end, False)
         m, n = self.result.type.shape
         depth = a.type.shape[-1]
         n_step = _instruction_n(n)
@@ -179,6 +192,9 @@ class _Lowering:
         em.line(f"const unsigned {group_row} = (unsigned)(tt_warp >> 2) * 64u;")
         descriptors = []
         for operand in ops:
+            if operand is None:
+                descriptors.append(None)
+                continue
             var = em.fresh("tt_desc")
             start = f"{base} + {em.name(operand.value)}"
             if operand is ops[0]:
@@ -190,32 +206,57 @@ class _Lowering:
                     f"{operand.swizzle}ull);")
             descriptors.append(var)
         register_of = self._register_of()
+        a_fragments = {}
+        if a_registers is not None:
+            # packed before the fence: registers a wgmma reads must be ready when the group starts
+            for k0 in range(0, depth, _K_STEP):
+                for m0 in range(0, m, slab_rows):
+                    packed = []
+                    for expr in a_registers.load((), m0, k0)[0]:
+                        var = em.fresh("tt_afrag")
+                        em.line(f"const unsigned {var} = {expr};")
+                        packed.append(var)
+                    a_fragments[k0, m0] = packed
         em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
         ptx_type = _INPUTS[type_text(a.type.scalar)]
         for k0 in range(0, depth, _K_STEP):
             for m0 in range(0, m, slab_rows):
+                if a_registers is not None:
+                    a_operand = a_fragments[k0, m0]
+                else:
+                    a_operand = f"{descriptors[0]} + {ops[0].offset(m0, k0) >> 4}ull"
                 for n0 in range(0, n, n_step):
                     regs = []
                     for i in range(n_step // 2):
                         coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
                         regs.append(f"{name}[{register_of[coord]}]")
-                    a_off = ops[0].offset(m0, k0) >> 4
                     b_off = ops[1].offset(n0, k0) >> 4
-                    self._issue(ptx_type, n_step, regs, f"{descriptors[0]} + {a_off}ull",
-                                f"{descriptors[1]} + {b_off}ull", ops[0].transposed, ops[1].transposed)
+                    self._issue(ptx_type, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
+                                None if a_registers is not None else ops[0].transposed, ops[1].transposed)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
         wait_for_dots(em, [name], count, 1 if in_flight else 0)
 
-    def _issue(self, ptx_type: str, n: int, regs: list[str], desc_a: str, desc_b: str, trans_a: int,
-               trans_b: int) -> None:
+    def _issue(self, ptx_type: str, n: int, regs: list[str], a: str | list[str], desc_b: str,
+               trans_a: int | None, trans_b: int) -> None:
+        """One m64nNk16 instruction; `a` is a descriptor, or four fragment registers
+        (then `trans_a` is None: registers are K-major)."""
         nd = len(regs)
         outs = ", ".join(f"%{i}" for i in range(nd))
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, %{nd + 2}, 0; "
+        if isinstance(a, list):
+            a_text = "{" + ", ".join(f"%{nd + i}" for i in range(4)) + "}"
+            inputs = [f'"r"({r})' for r in a]
+        else:
+            a_text = f"%{nd}"
+            inputs = [f'"l"({a})']
+        b_index = nd + len(inputs)
+        inputs += [f'"l"({desc_b})', '"r"(1)']
+        flags = f"1, 1, {trans_b}" if trans_a is None else f"1, 1, {trans_a}, {trans_b}"
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, %{b_index + 1}, 0; "
                 f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
-                f"{{{outs}}}, %{nd}, %{nd + 1}, p, 1, 1, {trans_a}, {trans_b}; }}")
+                f"{{{outs}}}, {a_text}, %{b_index}, p, {flags}; }}")
         operands = ", ".join(f'"+f"({r})' for r in regs)
-        self.em.line(f'asm volatile("{text}" : {operands} : "l"({desc_a}), "l"({desc_b}), "r"(1));')
+        self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
 
 
 def wait_for_dots(em, accumulators: list[str], count: int, pending: int) -> None:
