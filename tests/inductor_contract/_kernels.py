@@ -1,0 +1,184 @@
+"""User kernels whose reads and writes TorchInductor's mutation analysis must
+find, each with the arguments it reads and writes (`ACCESSES`)."""
+
+import tritone as triton
+import tritone.language as tl
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def add_in_place(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(x_ptr + offsets, x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def scalar_between(x_ptr, scale, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+@triton.jit
+def atomic_sum(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(total_ptr, tl.sum(tl.load(x_ptr + offsets, mask=offsets < n, other=0.0), axis=0))
+
+
+@triton.jit
+def locked_count(lock_ptr, count_ptr, unused_ptr, BLOCK: tl.constexpr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(count_ptr, tl.load(count_ptr) + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit(noinline=True)
+def store_block(ptr, offsets, value, mask):
+    tl.store(ptr + offsets, value, mask=mask)
+
+
+@triton.jit(noinline=True)
+def load_block(ptr, offsets, mask):
+    return tl.load(ptr + offsets, mask=mask)
+
+
+@triton.jit
+def through_helpers(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    store_block(out_ptr, offsets, load_block(x_ptr, offsets, mask) * 2.0, mask)
+
+
+@triton.jit
+def pointer_walk_in_loop(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    src = x_ptr
+    dst = out_ptr
+    for _ in range(rows):
+        tl.store(dst + offsets, tl.load(src + offsets, mask=offsets < cols), mask=offsets < cols)
+        src += cols
+        dst += cols
+
+
+@triton.jit
+def pointer_walk_in_while(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    row = 0
+    dst = out_ptr
+    while row < rows:
+        tl.store(dst + offsets, tl.load(x_ptr + row * cols + offsets, mask=offsets < cols), mask=offsets < cols)
+        dst += cols
+        row += 1
+
+
+@triton.jit
+def store_in_branch(x_ptr, low_ptr, high_ptr, threshold, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    if tl.sum(x, axis=0) < threshold:
+        tl.store(low_ptr + offsets, x)
+    else:
+        tl.store(high_ptr + offsets, x)
+
+
+@triton.jit
+def row_softmax(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < cols
+    x = tl.load(x_ptr + row * cols + offsets, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * cols + offsets, e / tl.sum(e, axis=0), mask=mask)
+
+
+@triton.jit
+def cumulative(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.cumsum(tl.load(x_ptr + offsets), axis=0))
+
+
+@triton.jit
+def gather_scatter(index_ptr, src_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    index = tl.load(index_ptr + offsets)
+    tl.store(out_ptr + index, tl.load(src_ptr + offsets))
+
+
+@triton.jit
+def block_pointers(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    src = tl.make_block_ptr(x_ptr, (rows, cols), (cols, 1), (0, 0), (BLOCK, BLOCK), (1, 0))
+    dst = tl.make_block_ptr(out_ptr, (rows, cols), (cols, 1), (0, 0), (BLOCK, BLOCK), (1, 0))
+    tl.store(dst, tl.load(src, boundary_check=(0, 1)), boundary_check=(0, 1))
+
+
+@triton.jit
+def accumulate_over_k(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k in range(0, K, BLOCK):
+        ks = k + tl.arange(0, BLOCK)
+        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :])
+        b = tl.load(b_ptr + ks[:, None] * BLOCK + rows[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rows[:, None] * BLOCK + rows[None, :], acc)
+
+
+@triton.jit
+def pure_asm(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(x_ptr + offsets)], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    tl.store(out_ptr + offsets, y)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def tuned_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@triton.jit
+def impure_asm(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(x_ptr + offsets)], dtype=tl.float32,
+                                  is_pure=False, pack=1)
+    tl.store(out_ptr + offsets, y)
+
+
+# kernel name -> (tensor arguments with their lengths, other arguments, reads, writes)
+ACCESSES = {
+    "add": ({"x_ptr": 64, "y_ptr": 64, "out_ptr": 64}, {"n": 64, "BLOCK": 16},
+            ["x_ptr", "y_ptr"], ["out_ptr"]),
+    "add_in_place": ({"x_ptr": 64, "y_ptr": 64}, {"n": 64, "BLOCK": 16}, ["x_ptr", "y_ptr"], ["x_ptr"]),
+    "scalar_between": ({"x_ptr": 64, "out_ptr": 64}, {"scale": 1.5, "n": 64, "BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
+    "atomic_sum": ({"x_ptr": 64, "total_ptr": 1}, {"n": 64, "BLOCK": 16}, ["x_ptr"], ["total_ptr"]),
+    "locked_count": ({"lock_ptr": 1, "count_ptr": 1, "unused_ptr": 4}, {"BLOCK": 1}, ["count_ptr"],
+                     ["count_ptr", "lock_ptr"]),
+    "through_helpers": ({"x_ptr": 64, "out_ptr": 64}, {"n": 64, "BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
+    "pointer_walk_in_loop": ({"x_ptr": 64, "out_ptr": 64}, {"rows": 4, "cols": 16, "BLOCK": 16}, ["x_ptr"],
+                             ["out_ptr"]),
+    "pointer_walk_in_while": ({"x_ptr": 64, "out_ptr": 64}, {"rows": 4, "cols": 16, "BLOCK": 16}, ["x_ptr"],
+                              ["out_ptr"]),
+    "store_in_branch": ({"x_ptr": 16, "low_ptr": 16, "high_ptr": 16}, {"threshold": 0.5, "BLOCK": 16}, ["x_ptr"],
+                        ["high_ptr", "low_ptr"]),
+    "row_softmax": ({"x_ptr": 64, "out_ptr": 64}, {"cols": 16, "BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
+    "cumulative": ({"x_ptr": 16, "out_ptr": 16}, {"BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
+    "gather_scatter": ({"index_ptr": 16, "src_ptr": 16, "out_ptr": 16}, {"BLOCK": 16}, ["index_ptr", "src_ptr"],
+                       ["out_ptr"]),
+    "block_pointers": ({"x_ptr": 64, "out_ptr": 64}, {"rows": 8, "cols": 8, "BLOCK": 8}, ["x_ptr"], ["out_ptr"]),
+    "accumulate_over_k": ({"a_ptr": 512, "b_ptr": 512, "c_ptr": 256}, {"K": 32, "BLOCK": 16}, ["a_ptr", "b_ptr"],
+                          ["c_ptr"]),
+    "pure_asm": ({"x_ptr": 16, "out_ptr": 16}, {"BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
+    "tuned_copy": ({"x_ptr": 64, "out_ptr": 64}, {"n": 64}, ["x_ptr"], ["out_ptr"]),
+}
+
