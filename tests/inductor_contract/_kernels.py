@@ -182,3 +182,14 @@ ACCESSES = {
     "tuned_copy": ({"x_ptr": 64, "out_ptr": 64}, {"n": 64}, ["x_ptr"], ["out_ptr"]),
 }
 
+
+
+@triton.jit
+def triton_poi_fused_add_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+    # The shape of a pointwise kernel Inductor generates.
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + xindex, xmask)
+    tmp1 = tl.load(in_ptr1 + xindex, xmask)
+    tl.store(out_ptr0 + xindex, tmp0 + tmp1 * 2.0, xmask)

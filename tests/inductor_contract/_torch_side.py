@@ -92,8 +92,185 @@ def probes() -> dict:
     return {"answers": answers, "triton": triton.__name__, "cuda": torch.cuda.is_available()}
 
 
+def _compare(check) -> str:
+    """"" when `check()` passes, else its error's first lines."""
+    try:
+        check()
+    except Exception as error:  # reported to the test, which fails with it
+        return f"{type(error).__name__}: {str(error)[:800]}"
+    return ""
+
+
+def helper_results() -> dict:
+    """Each kernel of `_helper_kernels` (built on Inductor's triton_helpers) run on
+    the CPU and compared with torch: "" where it matches, else why not."""
+    from torch.testing import assert_close
+
+    from tests.inductor_contract import _helper_kernels as kernels
+
+    results = {}
+
+    def welford():
+        x = torch.randn(4, 64) * 3 + 1
+        mean, var = torch.empty(4), torch.empty(4)
+        kernels.welford_rows[(1,)](x, mean, var, R_BLOCK=4, C_BLOCK=16)
+        assert_close(mean, x.mean(1), rtol=1e-5, atol=1e-5)
+        assert_close(var, x.var(1, unbiased=False), rtol=1e-5, atol=1e-5)
+
+    def sort(descending: bool):
+        def check():
+            x = torch.randn(4, 13)
+            values, indices = torch.empty(4, 13), torch.empty(4, 13, dtype=torch.int64)
+            kernels.sort_rows[(1,)](x, values, indices, 13, R_BLOCK=4, C_BLOCK=16, DESCENDING=descending)
+            expected = torch.sort(x, dim=1, stable=True, descending=descending)
+            assert_close(values, expected.values, rtol=0, atol=0)
+            assert_close(indices, expected.indices, rtol=0, atol=0)
+        return check
+
+    def bucketize(right: bool):
+        def check():
+            boundaries = torch.sort(torch.randn(9)).values
+            values = torch.cat([torch.randn(28), boundaries[2:6]])  # some values on a boundary
+            out = torch.empty(32, dtype=torch.int64)
+            kernels.bucketize[(1,)](values, boundaries, out, N_BOUNDARIES=9, BLOCK=32, RIGHT=right)
+            assert_close(out, torch.bucketize(values, boundaries, right=right), rtol=0, atol=0)
+        return check
+
+    def bucketize_with_sorter(right: bool):
+        def check():
+            boundaries = torch.randn(9)  # unsorted: the sorter orders it
+            sorter = torch.argsort(boundaries)
+            values = torch.cat([torch.randn(28), boundaries[:4]])
+            out = torch.empty(32, dtype=torch.int32)
+            kernels.bucketize_with_sorter[(1,)](values, boundaries, sorter, out, N_BOUNDARIES=9, BLOCK=32,
+                                                RIGHT=right)
+            expected = torch.searchsorted(boundaries, values, right=right, sorter=sorter)
+            assert_close(out.long(), expected, rtol=0, atol=0)
+        return check
+
+    def extremes():
+        x = torch.randn(4, 16)
+        x[1, 3] = x[1, 9] = 10.0  # ties: the first index wins, as torch.argmax
+        top, bottom = torch.empty(4), torch.empty(4)
+        where_top, where_bottom = torch.empty(4, dtype=torch.int32), torch.empty(4, dtype=torch.int32)
+        kernels.arg_extremes[(1,)](x, top, where_top, bottom, where_bottom, R_BLOCK=4, C_BLOCK=16)
+        assert_close(top, x.max(1).values, rtol=0, atol=0)
+        assert_close(where_top.long(), x.argmax(1), rtol=0, atol=0)
+        assert_close(bottom, x.min(1).values, rtol=0, atol=0)
+        assert_close(where_bottom.long(), x.argmin(1), rtol=0, atol=0)
+
+    def online_softmax():
+        x = torch.randn(4, 32) * 4
+        row_max, row_sum = torch.empty(4), torch.empty(4)
+        kernels.online_softmax_rows[(1,)](x, row_max, row_sum, R_BLOCK=4, C_BLOCK=32)
+        assert_close(row_max, x.max(1).values, rtol=0, atol=0)
+        assert_close(row_sum, torch.exp(x - x.max(1, keepdim=True).values).sum(1), rtol=1e-5, atol=1e-5)
+
+    def products_and_any():
+        x = torch.rand(4, 8) + 0.5
+        flags = (torch.rand(4, 8) < 0.1).to(torch.int8)
+        flags[0] = 0
+        flags[1, 5] = 1
+        prod, anything = torch.empty(4), torch.empty(4, dtype=torch.int8)
+        kernels.products_and_any[(1,)](x, flags, prod, anything, R_BLOCK=4, C_BLOCK=8)
+        assert_close(prod, x.prod(1), rtol=1e-5, atol=1e-6)
+        assert_close(anything, flags.bool().any(1).to(torch.int8), rtol=0, atol=0)
+
+    def integer_division():
+        a = torch.randint(-50, 50, (32,), dtype=torch.int32)
+        b = torch.randint(1, 9, (32,), dtype=torch.int32) * torch.where(torch.rand(32) < 0.5, -1, 1).int()
+        quotient, remainder = torch.empty_like(a), torch.empty_like(a)
+        kernels.integer_division[(1,)](a, b, quotient, remainder, BLOCK=32)
+        assert_close(quotient, torch.div(a, b, rounding_mode="floor"), rtol=0, atol=0)
+        assert_close(remainder, torch.remainder(a, b), rtol=0, atol=0)
+
+    checks = {"welford": welford, "sort_ascending": sort(False), "sort_descending": sort(True),
+              "bucketize_left": bucketize(False), "bucketize_right": bucketize(True),
+              "bucketize_sorter_left": bucketize_with_sorter(False),
+              "bucketize_sorter_right": bucketize_with_sorter(True), "arg_extremes": extremes,
+              "online_softmax": online_softmax, "products_and_any": products_and_any,
+              "integer_division": integer_division}
+    for name, check in checks.items():
+        results[name] = _compare(check)
+    return results
+
+
+POINTWISE_SIGNATURE = {"in_ptr0": "*fp32", "in_ptr1": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32",
+                       "XBLOCK": "constexpr"}
+
+
+def compile_pointwise(target):
+    """`triton.compile` of an Inductor-shaped pointwise kernel, called as
+    CachingAutotuner calls it."""
+    import triton
+    from triton.compiler.compiler import ASTSource
+
+    from tests.inductor_contract import _kernels
+
+    source = ASTSource(_kernels.triton_poi_fused_add_mul_0, POINTWISE_SIGNATURE, {"XBLOCK": 16},
+                       {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]],
+                        (2,): [["tt.divisibility", 16]]})
+    return triton.compile(source, target=target, options={"num_warps": 2, "num_stages": 1, "debug": False,
+                                                          "sanitize_overflow": False, "enable_fp_fusion": True,
+                                                          "launch_pdl": False, "launch_cooperative_grid": False})
+
+
+def static_launcher() -> dict:
+    """What torch's static launcher reads from a kernel compiled for sm_80 (no GPU
+    needed): whether it accepts the kernel, and the launch facts it derives."""
+    import os
+    import pickle
+
+    from torch._inductor.runtime.hints import HeuristicType
+    from torch._inductor.runtime.runtime_utils import triton_cache_dir
+    from torch._inductor.runtime.triton_heuristics import StaticTritonCompileResult
+    from triton.backends.compiler import GPUTarget
+
+    if os.getenv("TRITON_CACHE_DIR") is None:  # as CachingAutotuner sets it before compiling
+        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(0)
+    try:
+        kernel = compile_pointwise(GPUTarget("cuda", 80, 32))
+    except Exception as error:  # no NVRTC here: the test says so
+        return {"skipped": f"{type(error).__name__}: {str(error)[:300]}"}
+    static = StaticTritonCompileResult.can_statically_launch(
+        kernel, {"grid_type": "Grid1D"}, {"device_type": "cuda", "device": 0}, HeuristicType.POINTWISE)
+    if static is None:
+        return {"accepted": False}
+    with open(static.cubin_path, "rb") as file:
+        on_disk = file.read()
+    copy = pickle.loads(pickle.dumps(static))
+    return {"accepted": True, "name": static.name, "arg_tys": static.arg_tys, "num_warps": static.num_warps,
+            "shared": static.shared, "scratch": [static.has_global_scratch, static.has_profile_scratch],
+            "cubin_matches": on_disk == static.cubin_raw == kernel.asm["cubin"],
+            "entry_in_cubin": b".text." + static.name.encode() + b"\0" in on_disk,
+            "cubin_file": os.path.basename(static.cubin_path),
+            "copy": [copy.arg_tys, copy.name, copy.cubin_path, copy.cubin_raw == on_disk]}
+
+
+def compile_result_round_trip() -> dict:
+    """A `TritonCompileResult` pickled as Inductor's compile workers send it back,
+    unpickled, and launched through the launcher Inductor generates for it."""
+    import pickle
+
+    import triton
+    from torch._inductor.runtime.triton_heuristics import Config, TritonCompileResult
+
+    kernel = compile_pointwise(triton.runtime.driver.active.get_current_target())
+    result = TritonCompileResult(kernel, Config({"XBLOCK": 16}, num_warps=2, num_stages=1),
+                                 {"signature": POINTWISE_SIGNATURE, "constants": {"XBLOCK": 16}, "device": 0,
+                                  "device_type": "cpu"}, {"grid_type": "Grid1D"})
+    copy = pickle.loads(pickle.dumps(result))
+    launcher = copy.make_launcher()
+    x, y, out = torch.randn(40), torch.randn(40), torch.full((40,), float("nan"))
+    launcher(x, y, out, 40, stream=0)  # XBLOCK is a constant: the launcher passes it itself
+    return {"matches": bool(torch.allclose(out, x + y * 2.0, rtol=1e-6, atol=1e-6)),
+            "n_spills": launcher.n_spills, "shared": launcher.shared}
+
+
 def main() -> None:
-    print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(), "probes": probes()}))
+    print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(), "probes": probes(),
+                      "helpers": helper_results(), "static_launcher": static_launcher(),
+                      "compile_result": compile_result_round_trip()}))
 
 
 if __name__ == "__main__":

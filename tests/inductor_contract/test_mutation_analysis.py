@@ -4,15 +4,10 @@ torch builds a kernel's TTIR through `triton._C.libtriton.ir` and
 `ASTSource.make_ir`, walks it, and learns which arguments the kernel reads and
 writes; where that fails it assumes every tensor is written and copies it. The
 view itself is checked here in-process; torch's own analysis runs in a child
-process where tritone answers `import triton` (`_torch_side.py`)."""
+process where tritone answers `import triton` (`_torch_side.py`, the
+`torch_side` fixture)."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +16,6 @@ from tests.inductor_contract import _kernels
 from tritone._C.libtriton import ir
 from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget, make_backend
 from tritone.compiler import ASTSource
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def walked(kernel, signature: dict, constexprs: dict, target: GPUTarget = INTERPRETER_TARGET) -> tuple:
@@ -171,17 +164,6 @@ def test_load_dialects_refuses_what_is_not_a_context():
 
 
 # -- torch's own analysis ----------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def torch_side() -> dict:
-    pytest.importorskip("torch", reason="the mutation analysis is torch's code")
-    env = {**os.environ, "TRITONE_AS_TRITON": "1", "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    run = subprocess.run([sys.executable, "-m", "tests.inductor_contract._torch_side"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-4000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
-
 
 @pytest.mark.parametrize("kernel", sorted(_kernels.ACCESSES))
 def test_torch_finds_exactly_what_each_kernel_reads_and_writes(torch_side, kernel):
