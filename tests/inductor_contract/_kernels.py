@@ -193,3 +193,23 @@ def triton_poi_fused_add_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.co
     tmp0 = tl.load(in_ptr0 + xindex, xmask)
     tmp1 = tl.load(in_ptr1 + xindex, xmask)
     tl.store(out_ptr0 + xindex, tmp0 + tmp1 * 2.0, xmask)
+
+
+SCALE = tl.constexpr(3)
+
+
+@triton.constexpr_function
+def halve(x):
+    return x // 2
+
+
+@triton.jit
+def scaled(x):
+    return x * SCALE
+
+
+@triton.jit
+def calls_helpers(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # Inductor copies a user kernel with the @jit and constexpr functions and globals it uses.
+    offsets = tl.arange(0, halve(2 * BLOCK))
+    tl.store(out_ptr + offsets, scaled(tl.load(x_ptr + offsets)))

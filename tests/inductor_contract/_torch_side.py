@@ -267,10 +267,33 @@ def compile_result_round_trip() -> dict:
             "n_spills": launcher.n_spills, "shared": launcher.shared}
 
 
+def copied_user_kernel() -> dict:
+    """Inductor's copy of a user kernel and everything it calls, written to a
+    module as Inductor's generated code holds it, imported and launched."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    from torch._inductor.codegen.wrapper import user_defined_triton_kernel_transitive_closure_source_code
+
+    from tests.inductor_contract import _kernels
+
+    source = user_defined_triton_kernel_transitive_closure_source_code(_kernels.calls_helpers)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "copied_user_kernel.py"
+        path.write_text("import triton\nimport triton.language as tl\n\n@triton.jit\n" + source)
+        spec = importlib.util.spec_from_file_location("copied_user_kernel", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        x, out = torch.randn(16), torch.full((16,), float("nan"))
+        module.calls_helpers[(1,)](x, out, BLOCK=16)
+    return {"source": source, "matches": bool(torch.allclose(out, x * 3, rtol=1e-6, atol=1e-6))}
+
+
 def main() -> None:
     print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(), "probes": probes(),
                       "helpers": helper_results(), "static_launcher": static_launcher(),
-                      "compile_result": compile_result_round_trip()}))
+                      "compile_result": compile_result_round_trip(), "copied_user_kernel": copied_user_kernel()}))
 
 
 if __name__ == "__main__":

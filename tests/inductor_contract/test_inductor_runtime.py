@@ -49,3 +49,17 @@ def test_libdevice_path_is_a_knob_inductor_can_set(monkeypatch):
         assert knobs.nvidia.libdevice_path == "/opt/cuda/nvvm/libdevice/libdevice.10.bc"
         knobs.nvidia.libdevice_path = "/elsewhere/libdevice.10.bc"
         assert knobs.nvidia.libdevice_path == "/elsewhere/libdevice.10.bc"
+
+
+def test_inductor_copies_a_user_kernel_with_what_it_calls(torch_side):
+    copied = torch_side["copied_user_kernel"]
+    assert "@triton.constexpr_function\ndef halve(x):" in copied["source"]
+    assert "@triton.jit\ndef scaled(x):" in copied["source"] and "SCALE = tl.constexpr(3)" in copied["source"]
+    assert copied["matches"]
+
+
+def test_constexpr_functions_keep_their_source():
+    from tests.inductor_contract import _kernels
+
+    assert _kernels.halve.src == "def halve(x):\n    return x // 2\n"
+    assert _kernels.halve(7) == 3
