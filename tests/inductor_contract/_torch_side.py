@@ -81,6 +81,28 @@ def functionalized_add() -> dict:
             "matches": bool(torch.allclose(graph(x2, y2), x2 + y2, rtol=1e-6, atol=1e-6))}
 
 
+def functionalized_autotuned_copy() -> dict:
+    """As `functionalized_add`, for an `@autotune`d kernel: torch checks the
+    autotuner's settings (warmup, rep, hooks, configs) before tracing it."""
+    import triton
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.library import wrap_triton
+
+    from tests.inductor_contract import _kernels
+
+    def f(x):
+        out = torch.empty_like(x)
+        wrap_triton(_kernels.tuned_copy)[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+        return out
+
+    x = torch.randn(64)
+    graph = make_fx(torch.func.functionalize(f))(x)
+    nodes = [node for node in graph.graph.nodes if "triton_kernel_wrapper" in str(node.target)]
+    x2 = torch.randn(64)
+    return {"tensors_to_clone": [list(node.kwargs.get("tensors_to_clone", ())) for node in nodes],
+            "grids": [len(node.kwargs["grid"]) for node in nodes], "matches": bool(torch.equal(graph(x2), x2))}
+
+
 def probes() -> dict:
     """What torch's `has_triton*` probes answer, and which triton module answers."""
     import triton
@@ -291,7 +313,8 @@ def copied_user_kernel() -> dict:
 
 
 def main() -> None:
-    print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(), "probes": probes(),
+    print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(),
+                      "functionalized_autotuned": functionalized_autotuned_copy(), "probes": probes(),
                       "helpers": helper_results(), "static_launcher": static_launcher(),
                       "compile_result": compile_result_round_trip(), "copied_user_kernel": copied_user_kernel()}))
 

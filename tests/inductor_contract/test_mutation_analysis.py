@@ -185,6 +185,11 @@ def test_a_read_only_input_gets_no_copy(torch_side):
     assert functionalized["matches"]
 
 
+def test_an_autotuned_kernel_traces_with_one_grid_per_config_and_no_input_copy(torch_side):
+    traced = torch_side["functionalized_autotuned"]
+    assert traced["tensors_to_clone"] == [["out_ptr"]] and traced["grids"] == [2] and traced["matches"]
+
+
 def test_torch_probes_answer_for_this_machine(torch_side):
     probes = torch_side["probes"]
     answers = probes["answers"]
