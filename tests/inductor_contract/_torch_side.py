@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 
 import torch
@@ -240,7 +241,6 @@ def compile_pointwise(target):
 def static_launcher() -> dict:
     """What torch's static launcher reads from a kernel compiled for sm_80 (no GPU
     needed): whether it accepts the kernel, and the launch facts it derives."""
-    import os
     import pickle
 
     from torch._inductor.runtime.hints import HeuristicType
@@ -267,6 +267,45 @@ def static_launcher() -> dict:
             "entry_in_cubin": b".text." + static.name.encode() + b"\0" in on_disk,
             "cubin_file": os.path.basename(static.cubin_path),
             "copy": [copy.arg_tys, copy.name, copy.cubin_path, copy.cubin_raw == on_disk]}
+
+
+def bundler_round_trip() -> dict:
+    """A kernel compiled for sm_80 collected by the FX graph cache's TritonBundler,
+    written back into another cache folder (another machine, say), and compiled
+    again: tritone must find it there."""
+    import tempfile
+
+    import triton
+    from torch._inductor import config
+    from torch._inductor.runtime.runtime_utils import triton_hash_to_path_key
+    from torch._inductor.triton_bundler import TritonBundler
+    from triton.backends.compiler import GPUTarget
+
+    hits: list[bool] = []
+    saved_folder = os.environ.get("TRITON_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second, \
+            config.patch(bundle_triton_into_fx_graph_cache=True), triton.knobs.compilation.scope():
+        os.environ["TRITON_CACHE_DIR"] = first
+        TritonBundler.begin_compile()
+        try:
+            kernel = compile_pointwise(GPUTarget("cuda", 80, 32))
+        except Exception as error:  # no NVRTC here: the test says so
+            TritonBundler.end_compile()
+            return {"skipped": f"{type(error).__name__}: {str(error)[:300]}"}
+        TritonBundler.put(triton_hash_to_path_key(kernel.hash), 0)
+        bundle, metadata = TritonBundler.collect()
+        os.environ["TRITON_CACHE_DIR"] = second
+        TritonBundler.read_and_emit(bundle)
+        triton.knobs.compilation.listener = lambda **event: hits.append(event["cache_hit"])
+        again = compile_pointwise(GPUTarget("cuda", 80, 32))
+    if saved_folder is None:
+        os.environ.pop("TRITON_CACHE_DIR", None)
+    else:
+        os.environ["TRITON_CACHE_DIR"] = saved_folder
+    return {"kernel_names": metadata.cached_kernel_names,
+            "files": sorted(artifact.filename for entry in bundle.kernel_artifacts for artifact in entry.artifacts),
+            "cache_hits": hits, "same_cubin": again.asm["cubin"] == kernel.asm["cubin"],
+            "same_hash": again.hash == kernel.hash}
 
 
 def compile_result_round_trip() -> dict:
@@ -316,7 +355,8 @@ def main() -> None:
     print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(),
                       "functionalized_autotuned": functionalized_autotuned_copy(), "probes": probes(),
                       "helpers": helper_results(), "static_launcher": static_launcher(),
-                      "compile_result": compile_result_round_trip(), "copied_user_kernel": copied_user_kernel()}))
+                      "compile_result": compile_result_round_trip(), "copied_user_kernel": copied_user_kernel(),
+                      "bundler": bundler_round_trip()}))
 
 
 if __name__ == "__main__":

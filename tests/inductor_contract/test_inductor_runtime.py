@@ -2,8 +2,8 @@
 (the `torch_side` fixture): its device helpers (`triton_helpers`: Welford, the
 bitonic sort, bucketize, arg-reductions, online softmax) compiled by tritone and
 run on the CPU against torch; a compiled kernel wrapped, pickled and launched as
-its compile workers hand it back; and the static launcher's reading of a cubin
-compiled for sm_80 (no GPU needed)."""
+its compile workers hand it back; the static launcher's reading of a cubin
+compiled for sm_80 and the FX graph cache's bundling of it (NVRTC, no GPU)."""
 
 from __future__ import annotations
 
@@ -63,3 +63,12 @@ def test_constexpr_functions_keep_their_source():
 
     assert _kernels.halve.src == "def halve(x):\n    return x // 2\n"
     assert _kernels.halve(7) == 3
+
+
+def test_the_fx_graph_cache_bundler_carries_a_kernel_to_another_cache(torch_side):
+    bundled = torch_side["bundler"]
+    if "skipped" in bundled:
+        pytest.skip(f"no NVRTC to compile for sm_80: {bundled['skipped']}")
+    assert bundled["kernel_names"] == ["triton_poi_fused_add_mul_0"]
+    assert "triton_poi_fused_add_mul_0.cubin" in bundled["files"]
+    assert bundled["cache_hits"] == [True] and bundled["same_cubin"] and bundled["same_hash"]
