@@ -155,6 +155,30 @@ def impure_asm(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, y)
 
 
+@triton.jit
+def cross_entropy_in_place(logits_ptr, stride, target_ptr, loss_ptr, n_cols, BLOCK: tl.constexpr):
+    # The shape of a library's cross-entropy: an online softmax over the row block by block in a
+    # run-time loop, then the gradient written over the logits; the targets are only read.
+    row = tl.program_id(0).to(tl.int64)
+    logits_ptr += row * stride
+    target = tl.load(target_ptr + row)
+    running_max = float("-inf")
+    running_sum = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(logits_ptr + cols, mask=cols < n_cols, other=float("-inf"))
+        new_max = tl.maximum(running_max, tl.max(x, axis=0))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+        running_max = new_max
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(logits_ptr + cols, mask=cols < n_cols, other=float("-inf"))
+        grad = tl.exp(x - running_max) / running_sum - tl.where(cols == target, 1.0, 0.0)
+        tl.store(logits_ptr + cols, grad, mask=cols < n_cols)
+    target_logit = tl.load(logits_ptr + target)
+    tl.store(loss_ptr + row, tl.log(running_sum) + running_max - target_logit)
+
+
 # kernel name -> (tensor arguments with their lengths, other arguments, reads, writes)
 ACCESSES = {
     "add": ({"x_ptr": 64, "y_ptr": 64, "out_ptr": 64}, {"n": 64, "BLOCK": 16},
@@ -180,6 +204,9 @@ ACCESSES = {
                           ["c_ptr"]),
     "pure_asm": ({"x_ptr": 16, "out_ptr": 16}, {"BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
     "tuned_copy": ({"x_ptr": 64, "out_ptr": 64}, {"n": 64}, ["x_ptr"], ["out_ptr"]),
+    "cross_entropy_in_place": ({"logits_ptr": 128, "target_ptr": 4, "loss_ptr": 4},
+                               {"stride": 32, "n_cols": 32, "BLOCK": 16}, ["logits_ptr", "target_ptr"],
+                               ["logits_ptr", "loss_ptr"]),
 }
 
 

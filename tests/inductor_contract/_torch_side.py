@@ -18,6 +18,8 @@ import torch
 def tensor_for(name: str, length: int) -> torch.Tensor:
     if name == "index_ptr":  # a permutation, so the scatter it drives stays in bounds
         return torch.randperm(length, dtype=torch.int32)
+    if name == "target_ptr":
+        return torch.randint(0, 32, (length,), dtype=torch.int64)
     if name in ("lock_ptr", "count_ptr"):
         return torch.zeros(length, dtype=torch.int32)
     return torch.randn(length)
