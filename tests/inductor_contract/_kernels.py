@@ -179,7 +179,18 @@ def cross_entropy_in_place(logits_ptr, stride, target_ptr, loss_ptr, n_cols, BLO
     tl.store(loss_ptr + row, tl.log(running_sum) + running_max - target_logit)
 
 
-# kernel name -> (tensor arguments with their lengths, other arguments, reads, writes)
+@triton.jit
+def optional_bias(x_ptr, bias_ptr, scale, out_ptr, BLOCK: tl.constexpr):
+    # Given None, bias_ptr is a constant and no argument: the arguments after it move down one.
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets) * scale
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offsets)
+    tl.store(out_ptr + offsets, x)
+
+
+# case -> (tensor arguments with their lengths, other arguments, reads, writes); a case names its
+# kernel, or the kernel and what it is given (`optional_bias_given`)
 ACCESSES = {
     "add": ({"x_ptr": 64, "y_ptr": 64, "out_ptr": 64}, {"n": 64, "BLOCK": 16},
             ["x_ptr", "y_ptr"], ["out_ptr"]),
@@ -204,6 +215,10 @@ ACCESSES = {
                           ["c_ptr"]),
     "pure_asm": ({"x_ptr": 16, "out_ptr": 16}, {"BLOCK": 16}, ["x_ptr"], ["out_ptr"]),
     "tuned_copy": ({"x_ptr": 64, "out_ptr": 64}, {"n": 64}, ["x_ptr"], ["out_ptr"]),
+    "optional_bias": ({"x_ptr": 16, "out_ptr": 16}, {"bias_ptr": None, "scale": 2.0, "BLOCK": 16}, ["x_ptr"],
+                      ["out_ptr"]),
+    "optional_bias_given": ({"x_ptr": 16, "bias_ptr": 16, "out_ptr": 16}, {"scale": 2.0, "BLOCK": 16},
+                            ["bias_ptr", "x_ptr"], ["out_ptr"]),
     "cross_entropy_in_place": ({"logits_ptr": 128, "target_ptr": 4, "loss_ptr": 4},
                                {"stride": 32, "n_cols": 32, "BLOCK": 16}, ["logits_ptr", "target_ptr"],
                                ["logits_ptr", "loss_ptr"]),

@@ -54,7 +54,8 @@ def analysis_results() -> dict:
     results = {}
     for name, (tensors, others, _, _) in _kernels.ACCESSES.items():
         kwargs = {key: tensor_for(key, length) for key, length in tensors.items()}
-        results[name] = accesses(getattr(_kernels, name), {**kwargs, **others})
+        kernel = getattr(_kernels, name.removesuffix("_given"))
+        results[name] = accesses(kernel, {**kwargs, **others})
     x, out = torch.randn(16), torch.empty(16)
     results["impure_asm"] = accesses(_kernels.impure_asm, {"x_ptr": x, "out_ptr": out, "BLOCK": 16})
     return results
