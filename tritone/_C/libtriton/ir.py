@@ -267,8 +267,6 @@ class operation:
     def _attrs(self) -> dict[str, Any]:
         if isinstance(self._handle, Function):
             return {**self._handle.attrs, "sym_name": self._handle.name}
-        if isinstance(self._handle, Module):
-            return {**self._handle.attrs, "sym_name": self._handle.entry}
         return self._handle.attrs
 
     def get_str_attr(self, name: str) -> str | None:
