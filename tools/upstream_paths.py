@@ -26,7 +26,6 @@ DOC = ROOT / "docs" / "UPSTREAM_PATHS.md"
 
 # Why a module path is not provided, by the longest matching prefix.
 NOT_PROVIDED = {
-    "triton._C.libtriton": "Triton's native MLIR bindings; tritone has no compiled extension (its IR is Python)",
     "triton._filecheck": "FileCheck tests of Triton's MLIR output; tritone's IR is its own text, with its own tests",
     "triton.backends.amd": "no AMD target",
     "triton.backends.nvidia": "the CUDA backend is `tritone.backends.cuda`; `backends.backends['nvidia']` holds "
@@ -50,6 +49,14 @@ NOT_PROVIDED = {
     "triton.tools.triton_to_gluon_translater": "Gluon is not implemented",
 }
 SHOWN_MISSING = 12
+
+# Modules of upstream's native extension, which have no source to list names from: what tritone offers of them.
+NATIVE = {
+    "triton._C.libtriton": "only `ir`; the other bindings (`passes`, `llvm`, `nvidia`, `native_specialize_impl`, "
+                           "...) drive upstream's C++ compiler, which tritone has not",
+    "triton._C.libtriton.ir": "only what code outside Triton walks: `context`, `load_dialects` and a read-only "
+                              "`module` over tritone's IR (`walk`, operations, values, blocks, regions)",
+}
 
 
 def upstream_root() -> Path:
@@ -124,6 +131,8 @@ def status_of(path: str, source: Path | None) -> tuple[str, str]:
         module = importlib.import_module(ours)
     except ImportError:
         return "not provided", not_provided_reason(path)
+    if path in NATIVE:
+        return "partial", NATIVE[path]
     if source is None:
         return "provided", ""
     missing = [name for name in public_names(source) if not hasattr(module, name)]
@@ -137,7 +146,7 @@ def status_of(path: str, source: Path | None) -> tuple[str, str]:
 def table() -> str:
     sys.path.insert(0, str(ROOT))
     root = upstream_root()
-    paths: dict[str, Path | None] = {**module_paths(root), "triton._C.libtriton": None}
+    paths: dict[str, Path | None] = {**module_paths(root), **dict.fromkeys(NATIVE)}
     version = "unknown"
     for line in (root / "__init__.py").read_text(encoding="utf-8").splitlines():
         if line.startswith("__version__"):
@@ -146,7 +155,7 @@ def table() -> str:
         "# Upstream Triton's module paths in tritone",
         "",
         f"Every public module of the Triton {version} wheel (its native `triton._C` internals left out, but",
-        "`triton._C.libtriton` listed) and whether `tritone.<rest>` provides it. `import triton` answers",
+        "`triton._C.libtriton` and its `ir` listed) and whether `tritone.<rest>` provides it. `import triton` answers",
         "with these modules where tritone serves as Triton.",
         "",
         "- **provided**: the module imports and has every public name of upstream's (`__all__`, else its",

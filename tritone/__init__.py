@@ -13,7 +13,15 @@ and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
 __version__ = "3.6.0"
 __tritone_version__ = "0.1.0"
 
-from . import backends, knobs, language, testing, tools
+# `triton._C.libtriton.ir` is reached as an attribute (TorchInductor writes it so), not imported.
+from . import (
+    _C,  # noqa: F401
+    backends,
+    knobs,
+    language,
+    testing,
+    tools,
+)
 from .compiler import compile
 from .errors import CompilationError, InterpreterError, OutOfResources, TritonError
 from .language.core import must_use_result

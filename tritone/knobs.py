@@ -291,6 +291,10 @@ class NvidiaKnobs(_Group):
     """Explicit path of the CUDA driver library."""
     target = _env_str("TRITONE_TARGET")
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
+    libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
+    """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
+    for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the
+    value changes nothing they compute."""
 
 
 class AutotuningKnobs(_Group):

@@ -219,6 +219,20 @@ class BaseBackend:
             return self.get_tensor_specialization(arg, **kwargs)
         raise ValueError(f"get_arg_specialization: kind must be 'int' or 'tensor', got {ty!r}")
 
+    def load_dialects(self, context: Any) -> None:
+        """Nothing to load: Triton's backends add their MLIR dialects to `context`
+        here; tritone's IR has none (see `triton._C.libtriton.ir`)."""
+
+    def get_codegen_implementation(self, options: KernelOptions) -> dict[str, Any]:
+        """The target hooks Triton's frontend takes (`make_ir(..., codegen_fns,
+        ...)`): none, tritone's frontend knows its targets itself."""
+        return {}
+
+    def get_module_map(self) -> dict[str, Any]:
+        """Modules Triton's frontend substitutes (its `libdevice` for the target's):
+        none, tritone's `libdevice` serves every target."""
+        return {}
+
     def hash(self) -> str:
         """A digest of what the backend compiles for (part of Triton's cache keys)."""
         return hashlib.sha256(f"{type(self).__name__}-{self.target!r}".encode()).hexdigest()

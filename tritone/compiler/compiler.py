@@ -171,6 +171,20 @@ class ASTSource:
                           if key and [DIVISIBILITY, 16] in [list(v) for v in values])
         return signature, constexprs, divisible
 
+    def make_ir(self, target: GPUTarget, options: Any, codegen_fns: Any, module_map: Any, context: Any) -> Any:
+        """The kernel's IR before any pass, as Triton's `make_ir` gives its TTIR:
+        a `triton._C.libtriton.ir.module` to walk (TorchInductor's mutation
+        analysis does). `options` are those of `make_backend(target).parse_options`;
+        `codegen_fns` and `module_map` are taken as Triton takes them and not
+        needed (tritone's frontend resolves libdevice itself); `context` is a
+        `triton._C.libtriton.ir.context`."""
+        from .._C.libtriton import ir
+
+        if not isinstance(context, ir.context):
+            raise TypeError(f"kernel {self.name}: make_ir takes a triton._C.libtriton.ir.context, "
+                            f"got {type(context).__name__}")
+        return ir.module(frontend_ir(self, target, options))
+
     def _frontend_type(self, entry: Any, path: tuple[int, ...]) -> Any:
         """A signature entry as the frontend takes it (see `frontend_inputs`)."""
         from ..ir.types import parse_type

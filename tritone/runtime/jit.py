@@ -857,6 +857,14 @@ class ConstexprFunction:
         result = self.fn(*args, **kwargs)
         return result if _semantic is None else constexpr(result)
 
+    @property
+    def src(self) -> str:
+        """The function's source from its `def` line on, decorators stripped, as
+        Triton keeps it (TorchInductor copies it into the modules it generates
+        for user kernels that call the function); ValueError when `fn` has no
+        source file."""
+        return _source_from_def(self.fn)[0]
+
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
 
