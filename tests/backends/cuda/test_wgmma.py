@@ -149,3 +149,4 @@ def test_attention_dots_wait_for_their_results():
     # p @ v takes p from registers: four fragment registers, no descriptor for a
     # (v is contiguous along N: MN-major, transposed)
     assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p, 1, 1, 1;", source)
+

@@ -166,9 +166,16 @@ class _Lowering:
         a_registers = None if is_shared_tile(a) else _OperandSource(em, a, 0, self.linear, 2)
         ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
-        if in_flight or (acc.defining_op is not None and em.use_count(acc) == 1):
-            # accumulates in place into a value only this dot reads (in flight: the
-            # carried value of a pipelined loop, pipeline.py)
+        zero = acc.defining_op is not None and acc.defining_op.name == "constant" and \
+            acc.defining_op.attrs.get("value") in (0, 0.0)
+        if zero:
+            # the first instruction of each tile ignores the accumulator (scale-d 0)
+            name = em.define_block(self.result)
+        elif in_flight or (acc.defining_op is not None and acc.defining_op.parent is op.parent
+                         and em.use_count(acc) == 1):
+            # accumulates in place into a value only this dot reads, made afresh each
+            # time the dot runs (in flight: the carried value of a pipelined loop,
+            # pipeline.py)
             name = em.name(acc)
             em.bind(self.result, name)
         else:
@@ -233,14 +240,16 @@ class _Lowering:
                         regs.append(f"{name}[{register_of[coord]}]")
                     b_off = ops[1].offset(n0, k0) >> 4
                     self._issue(ptx_type, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
-                                None if a_registers is not None else ops[0].transposed, ops[1].transposed)
+                                None if a_registers is not None else ops[0].transposed, ops[1].transposed,
+                                accumulate=not (zero and k0 == 0))
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
         wait_for_dots(em, [name], count, 1 if in_flight else 0)
 
     def _issue(self, ptx_type: str, n: int, regs: list[str], a: str | list[str], desc_b: str,
-               trans_a: int | None, trans_b: int) -> None:
+               trans_a: int | None, trans_b: int, accumulate: bool) -> None:
         """One m64nNk16 instruction; `a` is a descriptor, or four fragment registers
-        (then `trans_a` is None: registers are K-major)."""
+        (then `trans_a` is None: registers are K-major). Without `accumulate` the
+        result is the product alone."""
         nd = len(regs)
         outs = ", ".join(f"%{i}" for i in range(nd))
         if isinstance(a, list):
@@ -250,7 +259,7 @@ class _Lowering:
             a_text = f"%{nd}"
             inputs = [f'"l"({a})']
         b_index = nd + len(inputs)
-        inputs += [f'"l"({desc_b})', '"r"(1)']
+        inputs += [f'"l"({desc_b})', f'"r"({int(accumulate)})']
         flags = f"1, 1, {trans_b}" if trans_a is None else f"1, 1, {trans_a}, {trans_b}"
         text = (f"{{ .reg .pred p; setp.ne.b32 p, %{b_index + 1}, 0; "
                 f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
