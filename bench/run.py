@@ -544,20 +544,32 @@ def bench_layernorm(ctx: Context) -> None:
 
 
 def bench_matmul(ctx: Context) -> None:
-    """C = A @ B in fp16 with fp32 accumulation, grouped program order. Each kernel
-    implementation runs the kernel under its own `autotune` over the matmul configs,
-    keyed on M, N and K, and reports the tuned kernel; the row's detail and note name
-    the config it chose. With --matmul-configs (always in --check) every config is also
-    timed on its own, as config rows for the CSV."""
+    """C = A @ B with fp32 accumulation, grouped program order, in fp16, bf16 and fp8
+    (e4m3, B stored K-major as Triton's tutorial does for fp8; C in fp16; no torch
+    column). Each kernel implementation runs the kernel under its own `autotune` over
+    the matmul configs, keyed on M, N and K, and reports the tuned kernel; the row's
+    detail and note name the config it chose. With --matmul-configs (always in
+    --check) every config is also timed on its own, as config rows for the CSV."""
+    import torch
+
+    dtypes = [("fp16", torch.float16), ("bf16", torch.bfloat16)]
+    if hasattr(torch, "float8_e4m3fn") and not ctx.check:
+        dtypes.append(("fp8", torch.float8_e4m3fn))
+    for name, dtype in dtypes:
+        _bench_matmul_dtype(ctx, name, dtype)
+
+
+def _bench_matmul_dtype(ctx: Context, name: str, dtype: Any) -> None:
     import torch
 
     m, n, k = ctx.sizes.matmul
-    a = random_tensor(torch, (m, k), torch.float16, ctx.device)
-    b = random_tensor(torch, (k, n), torch.float16, ctx.device)
-    c = torch.empty((m, n), device=ctx.device, dtype=torch.float16)
+    fp8 = name == "fp8"
+    a = random_tensor(torch, (m, k), dtype, ctx.device)
+    b = random_tensor(torch, (n, k), dtype, ctx.device).T if fp8 else random_tensor(torch, (k, n), dtype, ctx.device)
+    c = torch.empty((m, n), device=ctx.device, dtype=torch.float16 if fp8 else dtype)
     reference = a.double() @ b.double()
-    shape = f"{m}^3 fp16" if m == n == k else f"{m}x{n}x{k} fp16"
-    case = Case("matmul", shape, "TFLOP/s", 2.0 * m * n * k, [reference], 5e-3)
+    shape = f"{m}^3 {name}" if m == n == k else f"{m}x{n}x{k} {name}"
+    case = Case("matmul", shape, "TFLOP/s", 2.0 * m * n * k, [reference], 5e-3 if name == "fp16" else 1e-2)
     configs = MATMUL_CONFIGS[:2] if ctx.quick or ctx.check else MATMUL_CONFIGS
 
     def launch(kernel: Any, grid: Any, **options: int) -> None:
@@ -566,7 +578,7 @@ def bench_matmul(ctx: Context) -> None:
 
     def tuned(impl: str) -> list[Variant]:
         if impl == "torch":
-            return [Variant(impl, lambda i: (torch.mm(a, b, out=c),), [c])]
+            return [] if fp8 else [Variant(impl, lambda i: (torch.mm(a, b, out=c),), [c])]
         kernels = ctx.kernels(impl)
         # On the GPU each package tunes with its own benchmarker. The interpreters have
         # none that times (upstream's has no driver at all), so --check times each config

@@ -243,7 +243,7 @@ def test_attention_with_block_pointers():
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m, n, k, num_warps", [(64, 64, 16, 4), (64, 32, 32, 4), (128, 128, 64, 4),
                                                 (128, 256, 64, 8), (128, 64, 128, 8)])
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4nv", "fp8e5"])
 def test_warpgroup_block_dot(dtype, m, n, k, num_warps, trans_a, trans_b):
     _block_dot(dtype, "fp32", "tf32", m, n, k, trans_a, trans_b, num_warps=num_warps, seed=23)
 
@@ -252,4 +252,20 @@ def test_warpgroup_block_dot(dtype, m, n, k, num_warps, trans_a, trans_b):
                                                           ((64, 128, 64), 4, 2), ((128, 128, 64), 8, 5)])
 def test_warpgroup_matmul_pipeline(block, num_warps, num_stages):
     c, ref = _matmul(384, 512, 1040, block=block, num_warps=num_warps, num_stages=num_stages, seed=29)
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)
+
+
+@pytest.mark.parametrize("k_major_b", [True, False])
+def test_warpgroup_fp8_matmul(k_major_b):
+    """fp8 wgmma reads K-major tiles only: b stored [N, K] goes straight in (pipelined),
+    b stored [K, N] is transposed on its way into shared memory."""
+    m, n, k = 256, 256, 512
+    a = random_operand((m, k), "fp8e4nv", 31)
+    b = random_operand((n, k), "fp8e4nv", 32).T if k_major_b else random_operand((k, n), "fp8e4nv", 32)
+    c = poisoned((m, n), "fp16")
+    bm, bn, bk = 128, 256, 64
+    launch(matmul_kernel, (triton.cdiv(m, bm) * triton.cdiv(n, bn),), a, b, c, m, n, k, a.stride(0), a.stride(1),
+           b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+           ACTIVATION="", PRECISION="tf32", LOOP_STAGES=None, num_warps=8, num_stages=3)
+    ref = reference(a, b, "fp8e4nv", "tf32")
     torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)

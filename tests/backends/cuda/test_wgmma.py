@@ -103,6 +103,8 @@ DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i
 @pytest.mark.parametrize("arch, m, n, k, num_warps, dtype, expected", [
     (90, 128, 128, 64, 4, "fp16", "wgmma"),
     (90, 64, 32, 16, 4, "bf16", "wgmma"),
+    (90, 128, 64, 64, 4, "fp8e4nv", "wgmma"),
+    (90, 128, 64, 32, 4, "fp8e5", "wgmma"),
     (90, 64, 64, 32, 8, "fp16", "mma_v2"),   # 8 warps need 128 rows
     (90, 64, 8, 32, 4, "fp16", "mma_v2"),    # N below one 16-element swizzle row
     (90, 32, 64, 32, 4, "fp16", "mma_v2"),   # M below a warpgroup's 64 rows
@@ -150,3 +152,25 @@ def test_attention_dots_wait_for_their_results():
     # (v is contiguous along N: MN-major, transposed)
     assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p, 1, 1, 1;", source)
 
+
+
+@pytest.mark.parametrize("b_contiguous", [0, 1])
+def test_fp8_tiles_are_k_major_and_pipelined(b_contiguous):
+    """fp8 wgmma has no transposed operands: both tiles are K-major whatever the
+    loads' order. A K-major b is pipelined (the loads' `other=0.0`, converted to fp8,
+    is still a zero); an N-major one goes through registers."""
+    sig = {**MATMUL_SIG, "a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv"}
+    consts = matmul_constexprs(128, 256, 64, loop_stages=3)
+    if b_contiguous == 0:
+        consts.pop("stride_bn")
+        consts["stride_bk"] = 1
+        sig.pop("stride_bk")
+        sig["stride_bn"] = "i32"
+    module = ir_module(matmul_kernel, sig, consts, 90, num_warps=8)
+    source, _, metadata = generate_cuda(module, 90, {"num_warps": 8})
+    dot = next(op for op in module.walk() if op.name == "dot")
+    assert dot.attrs["implementation"] == "wgmma"
+    assert [v.type.layout.order for v in dot.operands[:2]] == [(1, 0), (0, 1)]
+    assert "m64n256k32.f32.e4m3.e4m3" in source
+    pipelined = metadata["shared"] == 3 * (128 * 64 + 64 * 256)
+    assert pipelined == (b_contiguous == 0)

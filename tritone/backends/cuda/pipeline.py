@@ -89,6 +89,9 @@ def _users(region: Region) -> dict[Value, list[Operation]]:
 
 def _is_zero_constant(value: Value) -> bool:
     op = value.defining_op
+    if op is not None and op.name == "cast":
+        # a zero converted to another type (`other=0.0` of an fp8 load) is zero in every type
+        return _is_zero_constant(op.operands[0])
     return op is not None and op.name == "constant" and op.attrs.get("value") in (0, 0.0, False)
 
 

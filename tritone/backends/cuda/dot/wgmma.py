@@ -42,11 +42,15 @@ from . import DotImplementation, register
 from .mma import _OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
 
-_INPUTS = {"fp16": "f16", "bf16": "bf16"}
+_INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2"}
 # descriptor swizzle codes by swizzle span in bytes (not CUtensorMapSwizzle's)
 _SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}
 _MAX_N = 256
-_K_STEP = 16  # K of one instruction for 16-bit inputs
+
+
+def _k_step(op: Operation) -> int:
+    """K of one instruction: 32 bytes of each operand row."""
+    return 32 // op.operands[0].type.scalar.itemsize
 
 
 def _instruction_n(n: int) -> int | None:
@@ -78,13 +82,18 @@ class Wgmma(DotImplementation):
         if target != 90:
             return False
         a, b, acc = op.operands
-        if len(acc.type.shape) != 2 or a.type.scalar != b.type.scalar:
+        ta, tb = type_text(a.type.scalar), type_text(b.type.scalar)
+        if len(acc.type.shape) != 2 or ta not in _INPUTS or tb not in _INPUTS:
             return False
-        if type_text(a.type.scalar) not in _INPUTS or type_text(acc.type.scalar) != "fp32":
+        fp8 = a.type.scalar.is_fp8() and b.type.scalar.is_fp8()
+        if (ta != tb and not fp8) or type_text(acc.type.scalar) != "fp32":
             return False
         m, n = acc.type.shape
         k = a.type.shape[-1]
-        return m % 64 == 0 and k % _K_STEP == 0 and _instruction_n(n) is not None
+        limit = op.attrs.get("max_num_imprecise_acc") or 0
+        if fp8 and 0 < limit < k:
+            return False  # partial sums every `limit` products: the mma.sync path has them
+        return m % 64 == 0 and k % _k_step(op) == 0 and _instruction_n(n) is not None
 
     def fits(self, op: Operation, num_warps: int) -> bool:
         m = op.results[0].type.shape[0]
@@ -98,10 +107,15 @@ class Wgmma(DotImplementation):
         # a may come from registers, in the m16n8k16 fragments of each warp's rows
         if index != 0 or not isinstance(result_layout, NvidiaMmaLayout) or result_layout.warps_per_cta[1] != 1:
             return None
+        if op.operands[0].type.scalar.itemsize != 2:
+            return None
         return DotOperandLayout(0, result_layout, 2)
 
     def shared_operand_layout(self, op: Operation, index: int, contiguous_dim: int) -> NvmmaSharedLayout:
         value = op.operands[index]
+        if value.type.scalar.itemsize != 2:
+            # only 16-bit tiles may be MN-major: others are stored K-major whatever their source
+            contiguous_dim = 1 if index == 0 else 0
         return nvmma_layout(tuple(value.type.shape), value.type.scalar.itemsize, contiguous_dim)
 
     def lower(self, op: Operation, em) -> None:
@@ -213,10 +227,11 @@ class _Lowering:
                     f"{operand.swizzle}ull);")
             descriptors.append(var)
         register_of = self._register_of()
+        k_step = _k_step(op)
         a_fragments = {}
         if a_registers is not None:
             # packed before the fence: registers a wgmma reads must be ready when the group starts
-            for k0 in range(0, depth, _K_STEP):
+            for k0 in range(0, depth, k_step):
                 for m0 in range(0, m, slab_rows):
                     packed = []
                     for expr in a_registers.load((), m0, k0)[0]:
@@ -226,8 +241,8 @@ class _Lowering:
                     a_fragments[k0, m0] = packed
         em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-        ptx_type = _INPUTS[type_text(a.type.scalar)]
-        for k0 in range(0, depth, _K_STEP):
+        ptx_types = f"{_INPUTS[type_text(a.type.scalar)]}.{_INPUTS[type_text(b.type.scalar)]}"
+        for k0 in range(0, depth, k_step):
             for m0 in range(0, m, slab_rows):
                 if a_registers is not None:
                     a_operand = a_fragments[k0, m0]
@@ -239,17 +254,18 @@ class _Lowering:
                         coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
                         regs.append(f"{name}[{register_of[coord]}]")
                     b_off = ops[1].offset(n0, k0) >> 4
-                    self._issue(ptx_type, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
+                    self._issue(ptx_types, k_step, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
                                 None if a_registers is not None else ops[0].transposed, ops[1].transposed,
                                 accumulate=not (zero and k0 == 0))
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
         wait_for_dots(em, [name], count, 1 if in_flight else 0)
 
-    def _issue(self, ptx_type: str, n: int, regs: list[str], a: str | list[str], desc_b: str,
+    def _issue(self, ptx_types: str, k: int, n: int, regs: list[str], a: str | list[str], desc_b: str,
                trans_a: int | None, trans_b: int, accumulate: bool) -> None:
-        """One m64nNk16 instruction; `a` is a descriptor, or four fragment registers
-        (then `trans_a` is None: registers are K-major). Without `accumulate` the
-        result is the product alone."""
+        """One m64nNkK instruction (`ptx_types`: a's and b's, "f16.f16"); `a` is a
+        descriptor, or four fragment registers (then `trans_a` is None: registers are
+        K-major). Without `accumulate` the result is the product alone. Only 16-bit
+        inputs have transpose flags (the others are always K-major)."""
         nd = len(regs)
         outs = ", ".join(f"%{i}" for i in range(nd))
         if isinstance(a, list):
@@ -260,9 +276,14 @@ class _Lowering:
             inputs = [f'"l"({a})']
         b_index = nd + len(inputs)
         inputs += [f'"l"({desc_b})', f'"r"({int(accumulate)})']
-        flags = f"1, 1, {trans_b}" if trans_a is None else f"1, 1, {trans_a}, {trans_b}"
+        if k != 16:
+            flags = "1, 1"
+        elif trans_a is None:
+            flags = f"1, 1, {trans_b}"
+        else:
+            flags = f"1, 1, {trans_a}, {trans_b}"
         text = (f"{{ .reg .pred p; setp.ne.b32 p, %{b_index + 1}, 0; "
-                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx_types} "
                 f"{{{outs}}}, {a_text}, %{b_index}, p, {flags}; }}")
         operands = ", ".join(f'"+f"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
