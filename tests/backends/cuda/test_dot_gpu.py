@@ -101,6 +101,9 @@ def check(out, ref, dtype: str, acc: str, precision: str, k: int):
         atol, rtol = 1e-2 * largest, 1e-2
     elif dtype == "fp32" and precision == "tf32":
         atol, rtol = 2e-3 * k ** 0.5, 1e-3
+    elif dtype.startswith("fp8"):
+        # Hopper's fp8 tensor cores (wgmma) add the products with fewer mantissa bits than fp32
+        atol, rtol = 2e-5 * k * largest + 1e-6, 1e-4
     else:
         atol, rtol = 4e-6 * k * largest + 1e-6, 1e-5
     torch.testing.assert_close(out.double(), ref.double(), atol=atol, rtol=rtol)
@@ -243,9 +246,10 @@ def test_attention_with_block_pointers():
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m, n, k, num_warps", [(64, 64, 16, 4), (64, 32, 32, 4), (128, 128, 64, 4),
                                                 (128, 256, 64, 8), (128, 64, 128, 8)])
-@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4nv", "fp8e5"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4nv", "fp8e5", "i8"])
 def test_warpgroup_block_dot(dtype, m, n, k, num_warps, trans_a, trans_b):
-    _block_dot(dtype, "fp32", "tf32", m, n, k, trans_a, trans_b, num_warps=num_warps, seed=23)
+    _block_dot(dtype, "i32" if dtype == "i8" else "fp32", "tf32", m, n, k, trans_a, trans_b, num_warps=num_warps,
+               seed=23)
 
 
 @pytest.mark.parametrize("block, num_warps, num_stages", [((128, 256, 64), 8, 3), ((128, 128, 32), 4, 4),
@@ -268,4 +272,7 @@ def test_warpgroup_fp8_matmul(k_major_b):
            b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
            ACTIVATION="", PRECISION="tf32", LOOP_STAGES=None, num_warps=8, num_stages=3)
     ref = reference(a, b, "fp8e4nv", "tf32")
-    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=5e-2, rtol=2e-3)
+    # sums up to ~1500 rounded to fp16 (a unit in the last place up to 1), added with
+    # fewer mantissa bits than fp32 by Hopper's fp8 tensor cores
+    torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=2e-3 * ref.abs().max().item(),
+                               rtol=2e-3)

@@ -105,6 +105,7 @@ DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i
     (90, 64, 32, 16, 4, "bf16", "wgmma"),
     (90, 128, 64, 64, 4, "fp8e4nv", "wgmma"),
     (90, 128, 64, 32, 4, "fp8e5", "wgmma"),
+    (90, 128, 128, 64, 8, "i8", "wgmma"),
     (90, 64, 64, 32, 8, "fp16", "mma_v2"),   # 8 warps need 128 rows
     (90, 64, 8, 32, 4, "fp16", "mma_v2"),    # N below one 16-element swizzle row
     (90, 32, 64, 32, 4, "fp16", "mma_v2"),   # M below a warpgroup's 64 rows
@@ -113,8 +114,9 @@ DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i
     (120, 128, 128, 64, 4, "fp16", "mma_v2"),
 ])
 def test_the_dot_implementation_per_target(arch, m, n, k, num_warps, dtype, expected):
-    sig = {**DOT_SIG, "a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}"}
-    consts = {"M": m, "N": n, "K": k, "TRANS_A": False, "TRANS_B": False, "ACC": tl.float32, "PRECISION": "tf32"}
+    sig = {**DOT_SIG, "a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*i32" if dtype == "i8" else "*fp32"}
+    acc = tl.int32 if dtype == "i8" else tl.float32
+    consts = {"M": m, "N": n, "K": k, "TRANS_A": False, "TRANS_B": False, "ACC": acc, "PRECISION": "tf32"}
     module = ir_module(dot_kernel, sig, consts, arch, num_warps=num_warps)
     source, _, metadata = generate_cuda(module, arch, {"num_warps": num_warps})
     assert _dot_implementations(module) == [expected]

@@ -1,4 +1,5 @@
-"""`tl.dot` on Hopper (sm_90a) with `wgmma.mma_async` (PTX_FACTS 10).
+"""`tl.dot` on Hopper (sm_90a) with `wgmma.mma_async` (PTX_FACTS 10): fp16 and
+bf16 (k16), fp8 (k32, e4m3/e5m2, fp32 accumulators) and int8 (k32, int32).
 
 A warpgroup (4 consecutive warps) multiplies a 64-row slab of `a` by `b`, both
 read by the tensor cores straight from shared memory through 64-bit matrix
@@ -42,7 +43,10 @@ from . import DotImplementation, register
 from .mma import _OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
 
-_INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2"}
+_INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
+# accumulator type by input: PTX type and inline asm constraint
+_ACCUMULATORS = {"i8": ("s32", "r")}
+_FLOAT_ACCUMULATOR = ("f32", "f")
 # descriptor swizzle codes by swizzle span in bytes (not CUtensorMapSwizzle's)
 _SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}
 _MAX_N = 256
@@ -86,12 +90,14 @@ class Wgmma(DotImplementation):
         if len(acc.type.shape) != 2 or ta not in _INPUTS or tb not in _INPUTS:
             return False
         fp8 = a.type.scalar.is_fp8() and b.type.scalar.is_fp8()
-        if (ta != tb and not fp8) or type_text(acc.type.scalar) != "fp32":
+        if ta != tb and not fp8:
+            return False
+        if type_text(acc.type.scalar) != ("i32" if ta == "i8" else "fp32"):
             return False
         m, n = acc.type.shape
         k = a.type.shape[-1]
         limit = op.attrs.get("max_num_imprecise_acc") or 0
-        if fp8 and 0 < limit < k:
+        if fp8 and 0 < limit <= k:
             return False  # partial sums every `limit` products: the mma.sync path has them
         return m % 64 == 0 and k % _k_step(op) == 0 and _instruction_n(n) is not None
 
@@ -177,6 +183,8 @@ class _Lowering:
     def run(self) -> None:
         em, op = self.em, self.op
         a, b, acc = op.operands
+        acc_type, self.constraint = _ACCUMULATORS.get(type_text(a.type.scalar), _FLOAT_ACCUMULATOR)
+        ptx_types = f"{acc_type}.{_INPUTS[type_text(a.type.scalar)]}.{_INPUTS[type_text(b.type.scalar)]}"
         a_registers = None if is_shared_tile(a) else _OperandSource(em, a, 0, self.linear, 2)
         ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
@@ -239,9 +247,8 @@ class _Lowering:
                         em.line(f"const unsigned {var} = {expr};")
                         packed.append(var)
                     a_fragments[k0, m0] = packed
-        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+        em.for_registers(count, f'asm volatile("" : "+{self.constraint}"({name}[i]) :: "memory");')
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-        ptx_types = f"{_INPUTS[type_text(a.type.scalar)]}.{_INPUTS[type_text(b.type.scalar)]}"
         for k0 in range(0, depth, k_step):
             for m0 in range(0, m, slab_rows):
                 if a_registers is not None:
@@ -258,14 +265,16 @@ class _Lowering:
                                 None if a_registers is not None else ops[0].transposed, ops[1].transposed,
                                 accumulate=not (zero and k0 == 0))
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
-        wait_for_dots(em, [name], count, 1 if in_flight else 0)
+        wait_for_dots(em, [(name, self.constraint)], count, 1 if in_flight else 0)
 
     def _issue(self, ptx_types: str, k: int, n: int, regs: list[str], a: str | list[str], desc_b: str,
                trans_a: int | None, trans_b: int, accumulate: bool) -> None:
-        """One m64nNkK instruction (`ptx_types`: a's and b's, "f16.f16"); `a` is a
+        """One m64nNkK instruction (`ptx_types`: the accumulator's, a's and b's,
+        "f32.f16.f16"); `a` is a
         descriptor, or four fragment registers (then `trans_a` is None: registers are
         K-major). Without `accumulate` the result is the product alone. Only 16-bit
-        inputs have transpose flags (the others are always K-major)."""
+        inputs have transpose flags (the others are always K-major), integer ones
+        no negation flags either."""
         nd = len(regs)
         outs = ", ".join(f"%{i}" for i in range(nd))
         if isinstance(a, list):
@@ -276,32 +285,36 @@ class _Lowering:
             inputs = [f'"l"({a})']
         b_index = nd + len(inputs)
         inputs += [f'"l"({desc_b})', f'"r"({int(accumulate)})']
-        if k != 16:
+        if ptx_types.startswith("s32"):
+            flags = ""  # integer dots have no negation or transposition
+        elif k != 16:
             flags = "1, 1"
         elif trans_a is None:
             flags = f"1, 1, {trans_b}"
         else:
             flags = f"1, 1, {trans_a}, {trans_b}"
         text = (f"{{ .reg .pred p; setp.ne.b32 p, %{b_index + 1}, 0; "
-                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx_types} "
-                f"{{{outs}}}, {a_text}, %{b_index}, p, {flags}; }}")
-        operands = ", ".join(f'"+f"({r})' for r in regs)
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{ptx_types} "
+                f"{{{outs}}}, {a_text}, %{b_index}, p{', ' + flags if flags else ''}; }}")
+        operands = ", ".join(f'"+{self.constraint}"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
 
 
-def wait_for_dots(em, accumulators: list[str], count: int, pending: int) -> None:
+def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int) -> None:
     """Wait until at most `pending` wgmma groups are in flight; the register fences
-    keep the compiler from moving accesses of the accumulators across the wait."""
+    keep the compiler from moving accesses of the accumulators (name, asm constraint)
+    across the wait."""
     em.line(f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");')
-    for name in accumulators:
-        em.for_registers(count, f'asm volatile("" : "+f"({name}[i]) :: "memory");')
+    for name, constraint in accumulators:
+        em.for_registers(count, f'asm volatile("" : "+{constraint}"({name}[i]) :: "memory");')
 
 
 @emits("dot_wait")
 def emit_dot_wait(em, op: Operation) -> None:
     """The wait after a loop whose wgmma dots stayed in flight (pipeline.py)."""
     for value in op.operands:
-        wait_for_dots(em, [em.name(value)], em.nregs(value), int(op.attrs["pending"]))
+        constraint = "r" if value.type.scalar.is_int() else "f"
+        wait_for_dots(em, [(em.name(value), constraint)], em.nregs(value), int(op.attrs["pending"]))
 
 
 register(Wgmma())
