@@ -545,8 +545,8 @@ def bench_layernorm(ctx: Context) -> None:
 
 def bench_matmul(ctx: Context) -> None:
     """C = A @ B with fp32 accumulation, grouped program order, in fp16, bf16 and fp8
-    (e4m3, B stored K-major as Triton's tutorial does for fp8; C in fp16; no torch
-    column). Each kernel implementation runs the kernel under its own `autotune` over
+    (e4m3, B stored K-major as Triton's tutorial does for fp8; C in fp16; torch's
+    column is `torch._scaled_mm`). Each kernel implementation runs the kernel under its own `autotune` over
     the matmul configs, keyed on M, N and K, and reports the tuned kernel; the row's
     detail and note name the config it chose. With --matmul-configs (always in
     --check) every config is also timed on its own, as config rows for the CSV."""
@@ -577,8 +577,12 @@ def _bench_matmul_dtype(ctx: Context, name: str, dtype: Any) -> None:
                      **options)
 
     def tuned(impl: str) -> list[Variant]:
+        if impl == "torch" and fp8:
+            # cuBLAS's fp8 matmul through torch (b column-major, as here), unit scales
+            one = torch.ones((), device=ctx.device, dtype=torch.float32)
+            return [Variant(impl, lambda i: (torch._scaled_mm(a, b, one, one, out_dtype=torch.float16),))]
         if impl == "torch":
-            return [] if fp8 else [Variant(impl, lambda i: (torch.mm(a, b, out=c),), [c])]
+            return [Variant(impl, lambda i: (torch.mm(a, b, out=c),), [c])]
         kernels = ctx.kernels(impl)
         # On the GPU each package tunes with its own benchmarker. The interpreters have
         # none that times (upstream's has no driver at all), so --check times each config
