@@ -2,6 +2,8 @@
 
 Every implementation keeps a two-step contract:
 
+- `supports(op, target)`: whether it can compute this dot (its dtypes, its
+  tile shape against the instruction shape) on compute capability `target`;
 - `infer_layout(op, target, num_warps, chained)`: the layout of the dot's
   result (and accumulator); `register_operand_layout(op, index, result_layout)`
   and `shared_operand_layout(op, index, contiguous_dim)`: where it can take
@@ -9,10 +11,14 @@ Every implementation keeps a two-step contract:
 - `lower(op, em)`: the code, once the layout pass, `operands.run` and the
   shared memory planner have put the operands where the implementation asked.
 
-Implementations register themselves with `register`, most specific first;
-`select(op, target)` picks the first one that supports the op on the target:
-`mma.sync` m16n8 on 8.x and later (`mma_v2.py`), m16n8k8 / m8n8k16 on 7.5
-(`mma_turing.py`), FMA otherwise (`fma.py`).
+Implementations register themselves by name with `register`; `PREFERENCES`
+lists, per range of targets, which of them may compute a dot there, most
+preferred first, and `select(op, target)` picks the first of that row that
+supports the op: `mma.sync` m16n8 on 8.x and later (`mma_v2.py`), m16n8k8 /
+m8n8k16 on 7.5 (`mma_turing.py`), FMA (`fma.py`) wherever the tensor cores
+cannot (older targets, other dtypes, tiles below the instruction shape).
+Adding an implementation is one module and its name in the rows of the
+targets it serves.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from ..layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
 
@@ -54,21 +61,42 @@ class DotImplementation(ABC):
         """Emit the op's code through the Emitter `em`."""
 
 
-IMPLEMENTATIONS: list[DotImplementation] = []
+# Implementations by name (`register`).
+IMPLEMENTATIONS: dict[str, DotImplementation] = {}
+
+# (lowest compute capability, implementation names most preferred first): a row
+# holds from its target up to the next row's. Hopper's wgmma (sm_90a) would be
+# a row from 90 on: ("wgmma", "mma_v2", "fma").
+PREFERENCES: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (0, ("fma",)),
+    (75, ("mma_turing", "fma")),
+    (80, ("mma_v2", "fma")),
+)
 
 
 def register(impl: DotImplementation) -> DotImplementation:
-    """Add `impl`; implementations registered earlier are preferred."""
-    IMPLEMENTATIONS.append(impl)
+    """Make `impl` available under its `name` to the rows of `PREFERENCES` naming it."""
+    if impl.name in IMPLEMENTATIONS:
+        raise ValueError(f"two dot implementations named {impl.name!r}")
+    IMPLEMENTATIONS[impl.name] = impl
     return impl
 
 
+def preferences(target: int) -> tuple[DotImplementation, ...]:
+    """The implementations that may compute a dot on compute capability `target`,
+    most preferred first."""
+    names = next(names for lowest, names in reversed(PREFERENCES) if target >= lowest)
+    return tuple(IMPLEMENTATIONS[name] for name in names)
+
+
 def select(op: Operation, target: int) -> DotImplementation:
-    """The implementation that computes the dot `op` on compute capability `target`."""
-    for impl in IMPLEMENTATIONS:
+    """The implementation that computes the dot `op` on compute capability `target`:
+    the first of `preferences(target)` that supports it."""
+    for impl in preferences(target):
         if impl.supports(op, target):
             return impl
-    raise ValueError(f"no dot implementation for {op.operands[0].type} x {op.operands[1].type} on sm_{target}")
+    a, b, acc = (type_text(v.type) for v in op.operands)
+    raise ValueError(f"no dot implementation for {a} x {b} + {acc} on sm_{target} (the dot at {op.loc})")
 
 
 def chained_dots(fn) -> set[int]:
@@ -102,6 +130,6 @@ def _reaches_dot(start: Operation, region, neighbours) -> bool:
     return False
 
 
-# Registration order is preference order: tensor cores first, FMA last.
-from . import mma_v2, mma_turing, fma  # noqa: E402,F401,I001
+# The implementations register themselves on import; `PREFERENCES` orders them.
+from . import fma, mma_turing, mma_v2  # noqa: E402,F401,I001
 from . import codegen_dot  # noqa: E402,F401  (the GPU ops' code generators)
