@@ -81,7 +81,8 @@ class OpSpec:
     splats, broadcasts), so computing its value again in another layout costs
     less than converting it, and its value may follow whichever layout its
     users have. `rearranges`: its one result holds its one operand's elements,
-    moved or repeated (a constant stays that constant).
+    moved or repeated (a constant stays that constant). `commutative`: a
+    two-operand op whose operands may be swapped.
     """
 
     name: str
@@ -96,6 +97,7 @@ class OpSpec:
     layout: str | None = None
     cheap: bool = False
     rearranges: bool = False
+    commutative: bool = False
 
     def __post_init__(self):
         if self.elementwise:
@@ -154,8 +156,9 @@ SPECIAL_EFFECTS = {
 }
 
 
-def _elementwise(name: str, operands: int, attrs: dict[str, AttrSpec] | None = None) -> OpSpec:
-    return OpSpec(name, operands, operands, 1, attrs or {}, elementwise=True)
+def _elementwise(name: str, operands: int, attrs: dict[str, AttrSpec] | None = None,
+                 commutative: bool = False) -> OpSpec:
+    return OpSpec(name, operands, operands, 1, attrs or {}, elementwise=True, commutative=commutative)
 
 
 def _build_table() -> dict[str, OpSpec]:
@@ -177,9 +180,10 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("gather", 2, 2, 1, {"axis": _attr(_INT)}),
         OpSpec("histogram", 1, 2, 1, {"num_bins": _attr(_INT)}),
         # elementwise arithmetic
-        *[_elementwise(name, 2) for name in BINARY_OPS if name not in ("max", "min")],
-        _elementwise("max", 2, {"propagate_nan": _optional(_BOOL)}),
-        _elementwise("min", 2, {"propagate_nan": _optional(_BOOL)}),
+        *[_elementwise(name, 2, commutative=name in ("add", "mul", "and", "or", "xor"))
+          for name in BINARY_OPS if name not in ("max", "min")],
+        _elementwise("max", 2, {"propagate_nan": _optional(_BOOL)}, commutative=True),
+        _elementwise("min", 2, {"propagate_nan": _optional(_BOOL)}, commutative=True),
         _elementwise("fma", 3),
         _elementwise("cmp", 2, {"pred": _attr(_STR, CMP_PREDICATES)}),
         _elementwise("select", 3),

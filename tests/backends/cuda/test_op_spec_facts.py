@@ -1,7 +1,7 @@
 """The facts on the ops' specs (ir/ops.py: `elementwise`, the layout rule,
-`cheap`) drive the passes: the layout pass, axis analysis, map_elementwise
-and the verifier read them, so an op declared only by its spec is handled
-like the ops it resembles."""
+`cheap`, `commutative`) drive the passes: the layout pass, axis analysis,
+map_elementwise, the verifier and the reduction's code read them, so an op
+declared only by its spec is handled like the ops it resembles."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import dataclasses
 import pytest
 from cuda_ir_builder import KernelBuilder
 
-from tritone.backends.cuda import layout_pass
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import generate_cuda, layout_pass
 from tritone.backends.cuda.axis_info import analyze
+from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.ir import IRVerificationError, parse_module, print_module, verify
 from tritone.ir import types as T
 from tritone.ir.ops import OP_SPECS, SAME_LAYOUT, AttrSpec, OpSpec
@@ -187,3 +191,20 @@ def test_cheap_ops_are_computed_again_instead_of_converted(monkeypatch):
     layout_pass.run(kb.module)
     layout_pass.verify_layouts(kb.fn)
     assert layout_pass.conversions(kb.fn)
+
+
+@triton.jit
+def row_max(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    tl.store(out_ptr, tl.max(tl.load(x_ptr + tl.arange(0, BLOCK)), 0))
+
+
+def test_a_reduce_by_a_commutative_op_skips_the_lane_order(monkeypatch):
+    """Lanes of a pair combine in either order when the op's spec says it is
+    commutative; otherwise the lane holding the higher indices goes right."""
+    def source() -> str:
+        src = ASTSource(row_max, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 256})
+        return generate_cuda(make_ir(src, GPUTarget("cuda", 80, 32), {"num_warps": 4}), 80)[0]
+
+    assert OP_SPECS["max"].commutative and "tt_shfl_xor" in source() and "tt_upper" not in source()
+    monkeypatch.setitem(OP_SPECS, "max", dataclasses.replace(OP_SPECS["max"], commutative=False))
+    assert "tt_upper" in source()
