@@ -2,17 +2,17 @@
 `convert_layout` where a producer's layout is not what a consumer needs, then
 remove the conversions that are not needed.
 
-How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pass):
-
-Which ops relate their values' layouts how is each op's layout rule, on its
-spec (`ir/ops.py`: `OpSpec.layout`); the ops named below are examples of the rules.
+How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one
+pass). How an op relates the layouts of its values is its layout rule, on its
+spec (`ir/ops.py`: `OpSpec.layout`); the ops named below are examples.
 
 1. Values that must share a layout form classes: the operands and results of
-   ops of the same-layout rule (elementwise ops, hints, scans, inline assembly),
-   the carried values of `for`/`while`/`if`. Memory ops split their values in two classes: the *access*
-   side (pointer, mask, `other`, atomic operands) and the *data* side (the
-   loaded value, the stored value), so that a value can be loaded coalesced and
-   used in another layout.
+   the ops of the same-layout rule (elementwise ops, hints, scans, inline
+   assembly), the carried values of `for`/`while`/`if`. Memory ops (the
+   access rule) split their values in two classes: the *access* side
+   (pointer, mask, `other`, atomic operands) and the *data* side (the loaded
+   value, the stored value), so that a value can be loaded coalesced and used
+   in another layout.
 2. Classes are linked by ops that derive one layout from another: `broadcast`
    (same layout), `expand_dims` (the operand is a slice of the result's layout),
    `reduce` (the result is a slice of the operand's layout), `permute` (the
@@ -403,7 +403,7 @@ class _Assigner:
             v.type = v.type.with_layout(self.get(v))
         inserter = _ConversionInserter(self.fn)
         for op in list(_walk_with_regions(self.fn.body)):
-            if op.name == "reduce" and _is_block(op.results[0]):
+            if _rule(op) == REDUCE_LAYOUT and _is_block(op.results[0]):
                 needed = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
                 for result in op.results:
                     if result.type.layout != needed:
