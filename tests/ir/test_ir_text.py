@@ -130,6 +130,7 @@ def build_kernel_module() -> Module:
     b.create("async_copy", [buffer, pid, ptrs, mask])
     b.create("async_commit")
     b.create("async_wait", [buffer], [], {"pending": 0})
+    b.create("dot_wait", [], [], {"pending": 0})
     b.create_value("local_index", [buffer, pid], V16F.with_layout(shared))
     b.create("print", [loop.result, x], [], {"prefix": " x: \"q\"\n", "hex": False})
     b.create("assert", [mask], [], {"msg": "x out of range"})

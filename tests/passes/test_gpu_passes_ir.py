@@ -1,7 +1,7 @@
 """The IR of the real kernels of tests/kernels after the frontend passes and the
-CUDA backend's GPU passes (layouts, `convert_layout`, shared memory) for sm_90
-and sm_80: it verifies after every GPU pass, and its text parses back to a
-module that prints the same and verifies too.
+CUDA backend's GPU passes (layouts, `convert_layout`, shared memory) for sm_90,
+sm_80, sm_75 and sm_61 (each dot path): it verifies after every GPU pass, and
+its text parses back to a module that prints the same and verifies too.
 
 The kernels are specialised exactly as the runtime specialises them: every
 launcher of the end-to-end cases, and of the per-op cases that move data
@@ -31,7 +31,7 @@ from tritone.ir import parse_module, print_module, verify
 from tritone.passes import run_pipeline
 from tritone.runtime.jit import JITFunction
 
-TARGETS = (90, 80)
+TARGETS = (90, 80, 75, 61)
 # The per-op launchers whose kernels are not elementwise sweeps over dtypes
 # (reductions and atomics are covered by the end-to-end kernels: softmax,
 # layer norm, argmax, scans, the histogram).

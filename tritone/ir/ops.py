@@ -3,7 +3,11 @@
 The spec records what every pass and the verifier need to know about an op
 without knowing its meaning: how many operands and results it has, which
 attributes it needs and what values they may take, its regions and their
-terminators, and whether it may be removed or merged (its effects).
+terminators, whether it may be removed or merged (its effects), whether it
+is elementwise, and how the layouts of its block operands and results relate
+(its layout rule, which the GPU layout pass and the verifier apply). A new
+elementwise op is one `OpSpec(..., elementwise=True)` here as far as the
+passes are concerned.
 """
 
 from __future__ import annotations
@@ -17,6 +21,20 @@ from .core import Operation
 PURE = "pure"  # no effect at all: CSE may merge it, DCE may remove it when unused
 READ = "read"  # reads memory: DCE may remove it when unused, CSE may not merge it
 WRITE = "write"  # writes memory, prints, traps or synchronises: never removed
+
+
+# Layout rules: how the layouts of an op's block operands and results relate
+# once the GPU layout pass has given every block one (docs/IR.md "Layouts").
+SAME_LAYOUT = "same"  # all in one layout (elementwise ops, hints, inline assembly, scans)
+ACCESS_LAYOUT = "access"  # memory ops: every operand in the pointer's layout, which is coalesced;
+#                           a loaded result or a stored value may be converted from another
+BROADCAST_LAYOUT = "broadcast"  # the operand in the result's layout
+EXPAND_DIMS_LAYOUT = "expand_dims"  # the operand in SliceLayout(axis, result's layout)
+PERMUTE_LAYOUT = "permute"  # the result in the operand's layout with its dims in `order`
+REDUCE_LAYOUT = "reduce"  # the operands in one layout, the results in SliceLayout(axis, it)
+SHARED_LAYOUT = "shared"  # the result is a shared-memory tile (a SwizzledSharedLayout)
+# Rules that derive an operand's layout from the result's (and back).
+DERIVED_LAYOUTS = (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT, PERMUTE_LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,19 @@ class OpSpec:
     `results` is an int (that many results), "operands" (one per operand),
     "carried" (one per operand after the first three, for `for`) or "any".
     `max_operands` is None when unbounded.
+
+    `elementwise`: each result element is a function of the operand elements
+    at its index alone (so the op computes on scalars and on blocks alike,
+    keeps which elements are equal, and can be computed again in any layout);
+    such an op's layout rule is SAME_LAYOUT. `layout`: the layout rule (one of
+    the *_LAYOUT names above), None for ops whose layouts the layout pass
+    decides case by case (dots, control flow) or leaves free. `cheap`: the op
+    makes a block from scalars or by repeating elements (constants, aranges,
+    splats, broadcasts), so computing its value again in another layout costs
+    less than converting it, and its value may follow whichever layout its
+    users have. `rearranges`: its one result holds its one operand's elements,
+    moved or repeated (a constant stays that constant). `commutative`: a
+    two-operand op whose operands may be swapped.
     """
 
     name: str
@@ -62,6 +93,17 @@ class OpSpec:
     regions: tuple[RegionSpec, ...] = ()
     effect: str = PURE
     terminator: bool = False
+    elementwise: bool = False
+    layout: str | None = None
+    cheap: bool = False
+    rearranges: bool = False
+    commutative: bool = False
+
+    def __post_init__(self):
+        if self.elementwise:
+            if self.layout not in (None, SAME_LAYOUT):
+                raise ValueError(f"elementwise op {self.name} with the layout rule {self.layout!r}")
+            object.__setattr__(self, "layout", SAME_LAYOUT)
 
     def expected_results(self, num_operands: int) -> int | None:
         """The number of results an op with `num_operands` operands must have (None: any)."""
@@ -114,57 +156,67 @@ SPECIAL_EFFECTS = {
 }
 
 
+def _elementwise(name: str, operands: int, attrs: dict[str, AttrSpec] | None = None,
+                 commutative: bool = False) -> OpSpec:
+    return OpSpec(name, operands, operands, 1, attrs or {}, elementwise=True, commutative=commutative)
+
+
 def _build_table() -> dict[str, OpSpec]:
     specs = [
         # constants, program ids, construction
-        OpSpec("constant", 0, 0, 1, {"value": _attr(_NUMBER)}),
+        OpSpec("constant", 0, 0, 1, {"value": _attr(_NUMBER)}, cheap=True),
         OpSpec("program_id", 0, 0, 1, {"axis": _AXIS3}),
         OpSpec("num_programs", 0, 0, 1, {"axis": _AXIS3}),
-        OpSpec("arange", 0, 0, 1, {"start": _attr(_INT), "end": _attr(_INT)}),
-        OpSpec("splat", 1, 1, 1),
-        OpSpec("broadcast", 1, 1, 1),
-        OpSpec("expand_dims", 1, 1, 1, {"axis": _attr(_INT)}),
-        OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}),
-        OpSpec("permute", 1, 1, 1, {"order": _attr(_TUPLE)}),
+        OpSpec("arange", 0, 0, 1, {"start": _attr(_INT), "end": _attr(_INT)}, cheap=True),
+        OpSpec("splat", 1, 1, 1, cheap=True, rearranges=True),
+        OpSpec("broadcast", 1, 1, 1, layout=BROADCAST_LAYOUT, cheap=True, rearranges=True),
+        OpSpec("expand_dims", 1, 1, 1, {"axis": _attr(_INT)}, layout=EXPAND_DIMS_LAYOUT, cheap=True,
+               rearranges=True),
+        OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}, rearranges=True),
+        OpSpec("permute", 1, 1, 1, {"order": _attr(_TUPLE)}, layout=PERMUTE_LAYOUT, rearranges=True),
         OpSpec("join", 2, 2, 1),
         OpSpec("split", 1, 1, 2),
         OpSpec("cat", 2, 2, 1),
         OpSpec("gather", 2, 2, 1, {"axis": _attr(_INT)}),
         OpSpec("histogram", 1, 2, 1, {"num_bins": _attr(_INT)}),
         # elementwise arithmetic
-        *[OpSpec(name, 2, 2, 1) for name in BINARY_OPS if name not in ("max", "min")],
-        OpSpec("max", 2, 2, 1, {"propagate_nan": _optional(_BOOL)}),
-        OpSpec("min", 2, 2, 1, {"propagate_nan": _optional(_BOOL)}),
-        OpSpec("fma", 3, 3, 1),
-        OpSpec("cmp", 2, 2, 1, {"pred": _attr(_STR, CMP_PREDICATES)}),
-        OpSpec("select", 3, 3, 1),
-        OpSpec("addptr", 2, 2, 1),
-        OpSpec("abs", 1, 1, 1),
-        *[OpSpec(name, 1, 1, 1) for name in FLOAT_MATH_OPS],
-        OpSpec("extern", 0, None, 1, {"name": _attr(_STR)}),
+        *[_elementwise(name, 2, commutative=name in ("add", "mul", "and", "or", "xor"))
+          for name in BINARY_OPS if name not in ("max", "min")],
+        _elementwise("max", 2, {"propagate_nan": _optional(_BOOL)}, commutative=True),
+        _elementwise("min", 2, {"propagate_nan": _optional(_BOOL)}, commutative=True),
+        _elementwise("fma", 3),
+        _elementwise("cmp", 2, {"pred": _attr(_STR, CMP_PREDICATES)}),
+        _elementwise("select", 3),
+        _elementwise("addptr", 2),
+        _elementwise("abs", 1),
+        *[_elementwise(name, 1) for name in FLOAT_MATH_OPS],
+        OpSpec("extern", 0, None, 1, {"name": _attr(_STR)}, elementwise=True),
+        # the same elements with facts about the whole block (per dim): not for scalars
         OpSpec("hint", 1, 1, 1, {"kind": _attr(_STR, ("multiple_of", "max_contiguous", "max_constancy")),
-                                 "values": _attr(_TUPLE)}),
+                                 "values": _attr(_TUPLE)}, layout=SAME_LAYOUT),
         # `assume` has no result, so "pure" would let DCE drop the fact it carries.
         OpSpec("assume", 1, 1, 0, effect=WRITE),
         # casts
-        OpSpec("cast", 1, 1, 1, {"rounding": _optional(_STR, ("rtne", "rtz"))}),
-        OpSpec("bitcast", 1, 1, 1),
+        _elementwise("cast", 1, {"rounding": _optional(_STR, ("rtne", "rtz"))}),
+        _elementwise("bitcast", 1),
         # memory
-        OpSpec("load", 1, 3, 1, {"cache": _LOAD_CACHE, "evict": _EVICT, "volatile": _optional(_BOOL)}, effect=READ),
-        OpSpec("store", 2, 3, 0, {"cache": _STORE_CACHE, "evict": _EVICT}, effect=WRITE),
+        OpSpec("load", 1, 3, 1, {"cache": _LOAD_CACHE, "evict": _EVICT, "volatile": _optional(_BOOL)}, effect=READ,
+               layout=ACCESS_LAYOUT),
+        OpSpec("store", 2, 3, 0, {"cache": _STORE_CACHE, "evict": _EVICT}, effect=WRITE, layout=ACCESS_LAYOUT),
         OpSpec("atomic_rmw", 2, 3, 1, {"kind": _attr(_STR, ATOMIC_KINDS), "sem": _SEM, "scope": _SCOPE},
-               effect=WRITE),
-        OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE),
+               effect=WRITE, layout=ACCESS_LAYOUT),
+        OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE, layout=ACCESS_LAYOUT),
         # a scalar function applied to every element (lowered to block ops by passes/map_elementwise.py)
         OpSpec("map_elementwise", 1, None, "any", {"pack": _attr(_INT)}, (RegionSpec("body", "yield"),)),
         # target assembly applied to `pack` elements at a time (tl.inline_asm_elementwise); the effect is
-        # the `pure` attribute's
+        # the `pure` attribute's; not elementwise, as the elements of a pack meet in one invocation
         OpSpec("inline_asm", 0, None, "any", {"asm": _attr(_STR), "constraints": _attr(_STR), "pure": _attr(_BOOL),
-                                              "pack": _attr(_INT)}, effect=WRITE),
+                                              "pack": _attr(_INT)}, effect=WRITE, layout=SAME_LAYOUT),
         # reductions, scans, dots
-        OpSpec("reduce", 1, None, "operands", {"axis": _attr(_INT)}, (RegionSpec("combine", "yield"),)),
+        OpSpec("reduce", 1, None, "operands", {"axis": _attr(_INT)}, (RegionSpec("combine", "yield"),),
+               layout=REDUCE_LAYOUT),
         OpSpec("scan", 1, None, "operands", {"axis": _attr(_INT), "reverse": _attr(_BOOL)},
-               (RegionSpec("combine", "yield"),)),
+               (RegionSpec("combine", "yield"),), layout=SAME_LAYOUT),
         OpSpec("dot", 3, 3, 1, {"input_precision": _attr(_STR, ("tf32", "tf32x3", "ieee")),
                                 "max_num_imprecise_acc": _optional((int, type(None))),
                                 # set by the GPU passes: the implementation chosen, and
@@ -188,9 +240,9 @@ def _build_table() -> dict[str, OpSpec]:
         # layouts (after the GPU layout pass)
         OpSpec("convert_layout", 1, 1, 1),
         # shared-memory tiles and asynchronous copies (the dot operand and pipelining passes)
-        OpSpec("local_alloc", 1, 1, 1),
-        OpSpec("local_buffer", 0, 0, 1),
-        OpSpec("local_index", 2, 2, 1),
+        OpSpec("local_alloc", 1, 1, 1, layout=SHARED_LAYOUT),
+        OpSpec("local_buffer", 0, 0, 1, layout=SHARED_LAYOUT),
+        OpSpec("local_index", 2, 2, 1, layout=SHARED_LAYOUT),
         OpSpec("async_copy", 3, 4, 0, effect=WRITE),
         OpSpec("async_commit", 0, 0, 0, effect=WRITE),
         OpSpec("async_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),

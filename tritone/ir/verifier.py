@@ -9,10 +9,12 @@ naming the function, the op (printed) and what is wrong.
 
 Block types may carry a layout (after the GPU layout pass, docs/IR.md
 "Layouts and the GPU ops"). The type rules compare shapes and element types;
-layouts are compared only where docs/IR.md says values share one (elementwise
-ops, scans, memory ops, carried values, broadcast) or derive one from another
-(expand_dims, reduce), and `convert_layout` may change nothing but the layout.
-IR before the layout pass (no layouts anywhere) meets those rules trivially.
+layouts are compared only where docs/IR.md says values share one (the ops
+whose spec has the same-layout rule, `OpSpec.layout`: elementwise ops, hints,
+scans, inline assembly; memory ops, carried values, broadcast) or derive one
+from another (expand_dims, reduce), and `convert_layout` may change nothing
+but the layout. IR before the layout pass (no layouts anywhere) meets those
+rules trivially.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ import numpy as np
 from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
 from .inline_asm import check_constraints
-from .ops import BINARY_OPS, FLOAT_MATH_OPS, FLOAT_ONLY_BINARY_OPS, INT_ONLY_BINARY_OPS, OP_SPECS, YIELD_PARENTS
+from .ops import (
+    BINARY_OPS,
+    FLOAT_MATH_OPS,
+    FLOAT_ONLY_BINARY_OPS,
+    INT_ONLY_BINARY_OPS,
+    OP_SPECS,
+    SAME_LAYOUT,
+    YIELD_PARENTS,
+)
 from .printer import print_op
 from .types import block_type, dtype, int1, int32, int64, type_text
 
@@ -446,7 +456,6 @@ def _check_extern(op: Operation) -> None:
     blocks = [t for t in _types(op.operands) + _types(op.results) if t.is_block()]
     if len({t.shape for t in blocks}) > 1:
         _fail(f"block operands and result of different shapes {_fmt(_types(op.operands))} -> {_t(op.results[0].type)}")
-    _expect_one_layout("block operands and result", blocks)
 
 
 def _check_inline_asm(op: Operation) -> None:
@@ -459,7 +468,6 @@ def _check_inline_asm(op: Operation) -> None:
     shapes = {_shape(t) for t in operands + results}
     if len(shapes) > 1:
         _fail(f"operands and results of different shapes {_fmt(operands)} -> {_fmt(results)}")
-    _expect_one_layout("operands and results", operands + results)
     try:
         check_constraints(op.attrs["constraints"], operands, results, pack)
     except ValueError as error:
@@ -633,6 +641,8 @@ class _Verifier:
         rule = _TYPE_RULES.get(op.name)
         if rule is not None:
             rule(op)
+        if spec.layout == SAME_LAYOUT:
+            _expect_one_layout("block operands and results", _types(op.operands) + _types(op.results))
         if op.name == "call":
             self.check_call(op)
 

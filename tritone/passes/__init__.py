@@ -33,8 +33,9 @@ FRONTEND_PASSES: tuple[ModuleType, ...] = (inline, map_elementwise, fold, cse, d
 
 
 def pass_name(pass_module: ModuleType) -> str:
-    """The short name of a pass (its module's last component: `inline`, `fold`, ...)."""
-    return pass_module.__name__.rsplit(".", 1)[-1]
+    """The name of a pass in dumps and errors: its module's `PASS_NAME` when it
+    sets one, else the module's last component (`inline`, `fold`, ...)."""
+    return getattr(pass_module, "PASS_NAME", None) or pass_module.__name__.rsplit(".", 1)[-1]
 
 
 def run_pipeline(module: Module, options: dict | None = None, *, dump: bool = False, verify: bool = True,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..ir.core import Module, Operation, Region, Value
+from ..ir.ops import OP_SPECS
 from ..ir.types import dtype, type_text
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 # Float formats folded exactly: precision (mantissa bits + 1), min and max exponent.
 _FLOAT_FORMATS = {"fp16": (11, -14, 15), "fp32": (24, -126, 127), "fp64": (53, -1022, 1023)}
 _EXACT_ARITH_FLOATS = ("fp32", "fp64")
-_RESHAPING_OPS = ("splat", "broadcast", "expand_dims", "reshape", "permute")
 
 
 # -- value arithmetic --------------------------------------------------------------
@@ -196,7 +196,7 @@ def _fold_constants(op: Operation) -> Any:
         return None
     result_ty = op.results[0].type.scalar
     name = op.name
-    if name in _RESHAPING_OPS:
+    if name in OP_SPECS and OP_SPECS[name].rearranges:
         return op.operands[0].defining_op.attrs["value"]
     if name == "cmp":
         return _COMPARE[op.attrs["pred"]](consts[0], consts[1])

@@ -26,14 +26,12 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import TritonError
 from ..ir.core import Builder, Function, Module, Operation, Region, Value, replace_all_uses
-from ..ir.ops import BINARY_OPS, FLOAT_MATH_OPS, PURE, effect_of
+from ..ir.ops import OP_SPECS, PURE, effect_of
 from ..ir.types import block_type, dtype, int1, int32
 
 if TYPE_CHECKING:
     from . import PassContext
 
-_ELEMENTWISE = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
-    "fma", "cmp", "select", "addptr", "abs", "extern", "cast", "bitcast"}
 # Ops with no operands that read no element: kept as they are, once for all elements.
 _ELEMENT_FREE = ("constant", "program_id", "num_programs", "special", "barrier")
 
@@ -65,6 +63,11 @@ def _lower_region(fn: Function, region: Region) -> None:
             replace_all_uses(fn, old, new)
         index = builder.index
         del region.ops[index]
+
+
+def _is_elementwise(op: Operation) -> bool:
+    spec = OP_SPECS.get(op.name)
+    return spec is not None and spec.elementwise
 
 
 def _fail(op: Operation, message: str) -> MapElementwiseError:
@@ -225,7 +228,7 @@ class _Vectorizer:
         effect = effect_of(op)
         if (not varying and effect == PURE) or (not operands and op.name in _ELEMENT_FREE):
             new = self.create(op.name, operands, [r.type for r in op.results], dict(op.attrs), source=op)
-        elif op.name in _ELEMENTWISE or (op.name == "inline_asm" and (effect == PURE or mask is None)):
+        elif _is_elementwise(op) or (op.name == "inline_asm" and (effect == PURE or mask is None)):
             # inline asm runs for every element: harmless when pure, and what is asked when no
             # condition singles elements out
             new = self.create(op.name, [self.block(v) for v in operands],

@@ -153,7 +153,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     code is generated for the architecture NVRTC compiles for, which is older
     than `target` when the toolchain falls back to PTX. Defaults: the toolchain
     of `select_toolchain`, the cache of TRITON_CACHE_DIR (None: no disk cache),
-    the CUDA backend's `generate_cuda`, TRITON_ALWAYS_COMPILE (skip cache reads,
+    the CUDA backend's `generate_cuda` (dumping the IR after each GPU pass under
+    TRITONE_DUMP_IR), TRITON_ALWAYS_COMPILE (skip cache reads,
     still write) and line information unless TRITON_DISABLE_LINE_INFO is set.
     NVRTC failures raise `NVRTCCompileError` naming the kernel. A `timer` is told
     where the lowering starts and each stage ("ttir", "cuda", "ptx" or "cubin") ends."""
@@ -176,7 +177,9 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     ttir = print_module(module)
     if timer is not None:
         timer.stage_finished("ttir")
-    source, entry_name, generated = (generate or _cuda_generator())(module, toolchain.arch, options)
+    if generate is None:
+        generate = functools.partial(_cuda_generator(), dump_ir=knobs.compilation.dump_ir)
+    source, entry_name, generated = generate(module, toolchain.arch, options)
     if not line_info:
         source = without_line_directives(source)
     if timer is not None:

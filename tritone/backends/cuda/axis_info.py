@@ -16,8 +16,9 @@ All three are powers of two. The facts come from `arange`, constants,
 specialisation, `Function.attrs["arg_attrs"] = {index: {"divisibility": 16}}`
 (docs/IR.md), and flow through splat, broadcast, expand_dims, add, sub, mul,
 floordiv, mod, shifts, comparisons, select, addptr and loop-carried values
-(a fixed point over the loop), and integer widening casts. Like Triton, `//` and `%` are analysed as if
-their operands were non-negative.
+(a fixed point over the loop), and integer widening casts. Every other
+elementwise op (`OpSpec.elementwise`) keeps which elements are equal. Like
+Triton, `//` and `%` are analysed as if their operands were non-negative.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from tritone.ir.core import Function, Operation, Region, Value
+from tritone.ir.ops import OP_SPECS
 
 MAX_DIVISIBILITY = 1 << 62
 _MAX_FIXPOINT_ROUNDS = 64
@@ -288,11 +290,6 @@ _BINARY: dict[str, Callable[[AxisInfo, AxisInfo], AxisInfo]] = {
     "lshr": lambda a, b: _shift(a, b, False),
 }
 
-# Ops whose result holds exactly the operand's facts.
-_IDENTITY = ("convert_layout",)
-# Ops that keep which elements are equal but nothing else.
-_CONSTANCY_ONLY = ("bitcast", "abs", "and", "or", "xor", "max", "min", "div", "div_rn", "umulhi", "exp",
-                   "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
 
 
 class _Analyzer:
@@ -319,11 +316,11 @@ class _Analyzer:
             handler(op)
             return
         ins = [self.get(v) for v in op.operands]
+        spec = OP_SPECS.get(op.name)
         if op.name in _BINARY:
             self.set(op.result, _BINARY[op.name](ins[0], ins[1]))
-        elif op.name in _IDENTITY:
-            self.set(op.result, ins[0])
-        elif op.name in _CONSTANCY_ONLY and ins and all(i.rank == ins[0].rank for i in ins):
+        elif spec is not None and spec.elementwise and ins and all(i.rank == ins[0].rank for i in ins):
+            # equal operand elements give equal results
             constancy = ins[0]
             for other in ins[1:]:
                 constancy = join(constancy, other)
@@ -335,6 +332,9 @@ class _Analyzer:
                 self.set(result, unknown(value_shape(result)))
 
     # -- producers ---------------------------------------------------------
+    def op_convert_layout(self, op: Operation) -> None:
+        self.set(op.result, self.get(op.operands[0]))
+
     def op_constant(self, op: Operation) -> None:
         value = op.attrs["value"]
         known = int(value) if isinstance(value, (int, bool)) else None

@@ -20,6 +20,7 @@ totals through shared memory to all later segments.
 from __future__ import annotations
 
 from tritone.ir.core import Operation, Region, Value
+from tritone.ir.ops import OP_SPECS
 
 from .codegen_base import CodegenError, Emitter, emits, linear_index_expr, needs_scratch, row_major_strides
 from .codegen_types import ctype
@@ -197,7 +198,9 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
             em.line(f"{outs[k]}[{reg}] = {names[k]};")
 
 
-_COMMUTATIVE = ("add", "mul", "max", "min", "and", "or", "xor")
+def _spec_is_commutative(op: Operation) -> bool:
+    spec = OP_SPECS.get(op.name)
+    return spec is not None and spec.commutative
 
 
 def _commutative(op: Operation) -> bool:
@@ -205,7 +208,7 @@ def _commutative(op: Operation) -> bool:
     `tl.max`, ...): then the order of the two sides does not matter."""
     region = op.regions[0]
     ops = region.ops
-    return (len(op.operands) == 1 and len(ops) == 2 and ops[0].name in _COMMUTATIVE and ops[1].name == "yield"
+    return (len(op.operands) == 1 and len(ops) == 2 and _spec_is_commutative(ops[0]) and ops[1].name == "yield"
             and set(ops[0].operands) == set(region.args) and ops[1].operands[0] is ops[0].results[0])
 
 

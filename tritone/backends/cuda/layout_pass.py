@@ -2,14 +2,17 @@
 `convert_layout` where a producer's layout is not what a consumer needs, then
 remove the conversions that are not needed.
 
-How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pass):
+How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one
+pass). How an op relates the layouts of its values is its layout rule, on its
+spec (`ir/ops.py`: `OpSpec.layout`); the ops named below are examples.
 
 1. Values that must share a layout form classes: the operands and results of
-   elementwise ops, the carried values of `for`/`while`/`if`, the inputs and
-   results of `scan`. Memory ops split their values in two classes: the *access*
-   side (pointer, mask, `other`, atomic operands) and the *data* side (the
-   loaded value, the stored value), so that a value can be loaded coalesced and
-   used in another layout.
+   the ops of the same-layout rule (elementwise ops, hints, scans, inline
+   assembly), the carried values of `for`/`while`/`if`. Memory ops (the
+   access rule) split their values in two classes: the *access* side
+   (pointer, mask, `other`, atomic operands) and the *data* side (the loaded
+   value, the stored value), so that a value can be loaded coalesced and used
+   in another layout.
 2. Classes are linked by ops that derive one layout from another: `broadcast`
    (same layout), `expand_dims` (the operand is a slice of the result's layout),
    `reduce` (the result is a slice of the operand's layout), `permute` (the
@@ -32,9 +35,10 @@ How layouts are chosen (Triton's coalesce + remove-layout-conversions, in one pa
 4. Wherever a link's rule or a memory op's two sides disagree, a conversion is
    inserted (once per value and layout, right after the value is defined).
 5. Clean-up: conversions to the same layout and chains of conversions go; a
-   conversion of a value computed only from cheap ops (constants, splats,
-   aranges, broadcasts, elementwise arithmetic on those) is replaced by computing
-   the value again in the wanted layout; unused pure ops are dropped.
+   conversion of a value computed only from cheap ops (`OpSpec.cheap`: constants,
+   splats, aranges, broadcasts; and pure same-layout ops on those: elementwise
+   arithmetic, hints) is replaced by computing the value again in the wanted
+   layout; unused pure ops are dropped.
 """
 
 from __future__ import annotations
@@ -42,23 +46,45 @@ from __future__ import annotations
 from typing import Iterator
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, replace_all_uses
-from tritone.ir.ops import BINARY_OPS, FLOAT_MATH_OPS, is_removable_when_unused
+from tritone.ir.ops import (
+    ACCESS_LAYOUT,
+    BROADCAST_LAYOUT,
+    DERIVED_LAYOUTS,
+    EXPAND_DIMS_LAYOUT,
+    OP_SPECS,
+    PERMUTE_LAYOUT,
+    PURE,
+    REDUCE_LAYOUT,
+    SAME_LAYOUT,
+    SHARED_LAYOUT,
+    OpSpec,
+    is_removable_when_unused,
+)
 
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
 from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 
-# Ops whose block operands and results all share one layout.
-ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
-    "fma", "cmp", "select", "addptr", "abs", "extern", "cast", "bitcast", "hint", "inline_asm"}
-MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
-# Ops that are cheap to compute again in another layout instead of converting.
-_CHEAP_SOURCES = frozenset({"constant", "arange", "splat", "broadcast", "expand_dims"})
-# Inline assembly is neither known to be cheap nor, unless pure, free to run twice.
-_REMAT_OPS = (ELEMENTWISE_OPS - {"inline_asm"}) | _CHEAP_SOURCES
+_NO_RULE = OpSpec("", 0, None, "any")  # what an op without a spec relates: nothing
 _REMAT_LIMIT = 32
-# Ops whose results may be shared tiles (dot/shared.py).
-_SHARED_TILE_OPS = ("local_alloc", "local_buffer", "local_index", "permute")
+
+
+def _spec(op: Operation) -> OpSpec:
+    return OP_SPECS.get(op.name, _NO_RULE)
+
+
+def _rule(op: Operation) -> str | None:
+    """The layout rule of `op` (`OpSpec.layout`)."""
+    return _spec(op).layout
+
+
+def _recomputable(op: Operation) -> bool:
+    """Whether computing `op` again in another layout is cheaper than converting
+    its result: cheap sources, and pure ops of the same-layout rule without
+    regions (elementwise arithmetic, hints; not inline assembly, whose cost is
+    unknown and which, unless pure, must not run twice)."""
+    spec = _spec(op)
+    return spec.cheap or (spec.layout == SAME_LAYOUT and spec.effect == PURE and not spec.regions)
 
 
 def run(module: Module, ctx=None) -> None:
@@ -113,29 +139,32 @@ def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def operand_layout_for(op: Operation, result_layout: DistributedLayout) -> DistributedLayout | None:
-    """The layout the block operand of a one-operand shape op (broadcast,
-    expand_dims, permute) needs for its result to be in `result_layout`."""
-    if op.name == "broadcast":
+    """The layout the block operand of a one-operand op of a derived layout rule
+    (broadcast, expand_dims, permute) needs for its result to be in `result_layout`."""
+    rule = _rule(op)
+    if rule == BROADCAST_LAYOUT:
         return result_layout
-    if op.name == "expand_dims":
+    if rule == EXPAND_DIMS_LAYOUT:
         return SliceLayout(op.attrs["axis"], result_layout)
-    if op.name == "permute":
+    if rule == PERMUTE_LAYOUT:
         return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])))
     return None
 
 
 def result_layout_for(op: Operation, operand_layout: DistributedLayout) -> DistributedLayout | None:
-    """The result layout of a shape op or reduce whose block operand is in `operand_layout`."""
-    if op.name == "broadcast":
+    """The result layout of an op of a derived layout rule or of the reduce rule
+    whose block operand is in `operand_layout`."""
+    rule = _rule(op)
+    if rule == BROADCAST_LAYOUT:
         return operand_layout
-    if op.name == "expand_dims":
+    if rule == EXPAND_DIMS_LAYOUT:
         axis = op.attrs["axis"]
         if isinstance(operand_layout, SliceLayout) and operand_layout.dim == axis:
             return operand_layout.parent
         return None
-    if op.name == "permute":
+    if rule == PERMUTE_LAYOUT:
         return permute_layout(operand_layout, tuple(op.attrs["order"]))
-    if op.name == "reduce":
+    if rule == REDUCE_LAYOUT:
         return SliceLayout(op.attrs["axis"], operand_layout)
     return None
 
@@ -203,7 +232,7 @@ class _Link:
 
 def _is_cheap(value: Value) -> bool:
     op = value.defining_op
-    return op is not None and op.name in _CHEAP_SOURCES
+    return op is not None and _spec(op).cheap
 
 
 class _Assigner:
@@ -244,24 +273,23 @@ class _Assigner:
         self.soft += [(v, firm[0]) for v in values if v not in firm]
 
     def relate(self, op: Operation) -> None:
-        name = op.name
-        if name in ELEMENTWISE_OPS or name == "scan":
+        name, rule = op.name, _rule(op)
+        if rule == SAME_LAYOUT:
             self.join(op.results + op.operands)
-        elif name == "load":
-            self.join(op.operands)
+        elif rule == ACCESS_LAYOUT:
             self.memory_ops.append(op)
-        elif name == "store":
-            self.join([op.operands[0]] + op.operands[2:])
-            self.memory_ops.append(op)
-        elif name in ("atomic_rmw", "atomic_cas"):
-            self.join(op.operands + op.results)
-            self.memory_ops.append(op)
-        elif name == "reduce":
+            if name == "load":  # the loaded value may go on in another layout
+                self.join(op.operands)
+            elif name == "store":  # the stored value may come from another layout
+                self.join([op.operands[0]] + op.operands[2:])
+            else:
+                self.join(op.operands + op.results)
+        elif rule == REDUCE_LAYOUT:
             self.join(op.operands)
             if _is_block(op.results[0]):
                 self.join(op.results)
                 self.links.append(_Link(op, op.operands[0], op.results[0]))
-        elif name in ("broadcast", "expand_dims", "permute"):
+        elif rule in DERIVED_LAYOUTS:
             self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif name == "dot":
             self.join([op.results[0], op.operands[2]])
@@ -306,7 +334,7 @@ class _Assigner:
             if src is not None and dst is None:
                 changed |= self.offer(link.dst, result_layout_for(link.op, src))
             elif dst is not None and src is None:
-                if link.op.name != "reduce":
+                if _rule(link.op) != REDUCE_LAYOUT:
                     changed |= self.offer(link.src, operand_layout_for(link.op, dst))
                 elif isinstance(dst, SliceLayout) and dst.dim == link.op.attrs["axis"]:
                     changed |= self.offer(link.src, dst.parent)
@@ -376,7 +404,7 @@ class _Assigner:
             v.type = v.type.with_layout(self.get(v))
         inserter = _ConversionInserter(self.fn)
         for op in list(_walk_with_regions(self.fn.body)):
-            if op.name == "reduce" and _is_block(op.results[0]):
+            if _rule(op) == REDUCE_LAYOUT and _is_block(op.results[0]):
                 needed = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
                 for result in op.results:
                     if result.type.layout != needed:
@@ -403,13 +431,13 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
     memory ops, its pointer's) layouts; None where any layout will do."""
     n = len(op.operands)
     blocks = _blocks(op.results)
-    name = op.name
-    if name in ELEMENTWISE_OPS or name == "scan":
+    name, rule = op.name, _rule(op)
+    if rule == SAME_LAYOUT:
         return [blocks[0].type.layout if blocks else None] * n
-    if name in MEMORY_OPS or name == "reduce":
+    if rule in (ACCESS_LAYOUT, REDUCE_LAYOUT):
         first = op.operands[0]
         return [first.type.layout if _is_block(first) else None] * n
-    if name in ("broadcast", "expand_dims", "permute"):
+    if rule in DERIVED_LAYOUTS:
         return [operand_layout_for(op, op.results[0].type.layout)]
     if name == "dot":
         return [None, None, op.results[0].type.layout]
@@ -524,7 +552,7 @@ def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operatio
         if v.type.layout == wanted:
             return True
         op = v.defining_op
-        if op is None or op.name not in _REMAT_OPS or len(op.results) != 1:
+        if op is None or not _recomputable(op) or len(op.results) != 1:
             if v is value or v.type.numel >= value.type.numel:
                 return False
             if id(v) in seen:
@@ -539,7 +567,7 @@ def _remat_chain(value: Value, layout: DistributedLayout) -> list[tuple[Operatio
             return False
         seen[id(op)] = wanted
         for operand in _blocks(op.operands):
-            needed = operand_layout_for(op, wanted) if op.name in ("broadcast", "expand_dims") else wanted
+            needed = operand_layout_for(op, wanted) if _rule(op) in DERIVED_LAYOUTS else wanted
             if needed is None or not visit(operand, needed):
                 return False
         order.append((op, wanted))
@@ -615,26 +643,30 @@ def conversions(fn: Function) -> list[Operation]:
 def verify_layouts(fn: Function) -> None:
     """Check the invariants codegen relies on; AssertionError naming the op when broken:
     every block value has a distributed layout, except the shared tiles of the dot
-    ops (`dot/shared.py`); elementwise ops, memory ops, scans and carried values
-    agree; shape ops, reductions and dots follow their layout rules."""
+    ops (`dot/shared.py`) and permutes of them; ops of the same-layout and access
+    rules and carried values agree; broadcasts, expand_dims, reductions and dots
+    follow their layout rules."""
 
     def same(op: Operation, values: list[Value]) -> None:
         layouts = {v.type.layout for v in _blocks(values)}
         assert len(layouts) <= 1, f"{op.name} at {op.loc} mixes layouts {layouts}"
 
     for op in _walk_with_regions(fn.body):
+        rule = _rule(op)
         for v in _blocks(op.results) + [a for r in op.regions for a in _blocks(r.args)]:
-            shared = op.name in _SHARED_TILE_OPS and isinstance(v.type.layout, SwizzledSharedLayout)
+            shared = isinstance(v.type.layout, SwizzledSharedLayout) and (
+                rule == SHARED_LAYOUT or (rule == PERMUTE_LAYOUT and isinstance(op.operands[0].type.layout,
+                                                                  SwizzledSharedLayout)))
             assert shared or isinstance(v.type.layout, DistributedLayout), (
                 f"{op.name} at {op.loc}: {v.type} has no layout")
         if op.name == "dot":
             same(op, [op.operands[2], op.results[0]])
-        if op.name in ELEMENTWISE_OPS or op.name in MEMORY_OPS or op.name == "scan":
+        if rule in (SAME_LAYOUT, ACCESS_LAYOUT):
             same(op, op.operands + op.results)
-        elif op.name in ("broadcast", "expand_dims"):
+        elif rule in (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT):
             assert operand_layout_for(op, op.results[0].type.layout) == op.operands[0].type.layout, (
                 f"{op.name} at {op.loc}: operand {op.operands[0].type} for result {op.results[0].type}")
-        elif op.name == "reduce" and _is_block(op.results[0]):
+        elif rule == REDUCE_LAYOUT and _is_block(op.results[0]):
             expected = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
             assert all(r.type.layout == expected for r in op.results), f"reduce at {op.loc}: {op.results[0].type}"
         elif op.name == "for":

@@ -2,6 +2,8 @@
 
 Every implementation keeps a two-step contract:
 
+- `supports(op, target)`: whether it can compute this dot (its dtypes, its
+  tile shape against the instruction shape) on compute capability `target`;
 - `infer_layout(op, target, num_warps, chained)`: the layout of the dot's
   result (and accumulator); `register_operand_layout(op, index, result_layout)`
   and `shared_operand_layout(op, index, contiguous_dim)`: where it can take
@@ -9,10 +11,17 @@ Every implementation keeps a two-step contract:
 - `lower(op, em)`: the code, once the layout pass, `operands.run` and the
   shared memory planner have put the operands where the implementation asked.
 
-Implementations register themselves with `register`, most specific first;
-`select(op, target)` picks the first one that supports the op on the target:
-`wgmma` on 9.0 (`wgmma.py`), `mma.sync` m16n8 on 8.x and later (`mma_v2.py`),
-m16n8k8 / m8n8k16 on 7.5 (`mma_turing.py`), FMA otherwise (`fma.py`).
+Implementations register themselves by name with `register`; `PREFERENCES`
+lists, per range of targets, which of them may compute a dot there, most
+preferred first, and `select(op, target)` picks the first of that row that
+supports the op: `wgmma` on 9.0 (`wgmma.py`, sm_90a), `mma.sync` m16n8 on 8.x
+and later (`mma_v2.py`), m16n8k8 /
+m8n8k16 on 7.5 (`mma_turing.py`), FMA (`fma.py`) wherever the tensor cores
+cannot (older targets, other dtypes, tiles below the instruction shape).
+Adding an implementation is one module and its name in the rows of the
+targets it serves. The layout pass chooses with the kernel's `num_warps` (an
+implementation's `fits`) and records the choice on the dot (`implementation`);
+later passes and codegen read it back.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from tritone.ir.core import Operation
+from tritone.ir.types import type_text
 
 from ..layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
 
@@ -59,30 +69,50 @@ class DotImplementation(ABC):
         """Emit the op's code through the Emitter `em`."""
 
 
-IMPLEMENTATIONS: list[DotImplementation] = []
+# Implementations by name (`register`).
+IMPLEMENTATIONS: dict[str, DotImplementation] = {}
+
+# (lowest compute capability, implementation names most preferred first): a row
+# holds from its target up to the next row's. wgmma is Hopper's alone (sm_90a):
+# Blackwell has no wgmma, and consumer Blackwell (12.x) keeps mma.sync.
+PREFERENCES: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (0, ("fma",)),
+    (75, ("mma_turing", "fma")),
+    (80, ("mma_v2", "fma")),
+    (90, ("wgmma", "mma_v2", "fma")),
+    (100, ("mma_v2", "fma")),
+)
 
 
 def register(impl: DotImplementation) -> DotImplementation:
-    """Add `impl`; implementations registered earlier are preferred."""
-    IMPLEMENTATIONS.append(impl)
+    """Make `impl` available under its `name` to the rows of `PREFERENCES` naming it."""
+    if impl.name in IMPLEMENTATIONS:
+        raise ValueError(f"two dot implementations named {impl.name!r}")
+    IMPLEMENTATIONS[impl.name] = impl
     return impl
 
 
-def select(op: Operation, target: int, num_warps: int | None = None) -> DotImplementation:
-    """The implementation that computes the dot `op` on compute capability `target`.
+def preferences(target: int) -> tuple[DotImplementation, ...]:
+    """The implementations that may compute a dot on compute capability `target`,
+    most preferred first."""
+    names = next(names for lowest, names in reversed(PREFERENCES) if target >= lowest)
+    return tuple(IMPLEMENTATIONS[name] for name in names)
 
-    The layout pass chooses (with the kernel's `num_warps`) and records its choice on
-    the op as the `implementation` attribute; later passes and codegen read it back."""
+
+def select(op: Operation, target: int, num_warps: int | None = None) -> DotImplementation:
+    """The implementation that computes the dot `op` on compute capability `target`:
+    the one recorded on the op (`implementation`, set by the layout pass), else the
+    first of `preferences(target)` that supports it (and fits `num_warps` warps)."""
     chosen = op.attrs.get("implementation")
-    for impl in IMPLEMENTATIONS:
-        if chosen is not None:
-            if impl.name == chosen:
-                return impl
-        elif impl.supports(op, target) and (num_warps is None or impl.fits(op, num_warps)):
-            return impl
     if chosen is not None:
-        raise ValueError(f"dot implementation {chosen!r} recorded on the dot at {op.loc} does not exist")
-    raise ValueError(f"no dot implementation for {op.operands[0].type} x {op.operands[1].type} on sm_{target}")
+        if chosen not in IMPLEMENTATIONS:
+            raise ValueError(f"dot implementation {chosen!r} recorded on the dot at {op.loc} does not exist")
+        return IMPLEMENTATIONS[chosen]
+    for impl in preferences(target):
+        if impl.supports(op, target) and (num_warps is None or impl.fits(op, num_warps)):
+            return impl
+    a, b, acc = (type_text(v.type) for v in op.operands)
+    raise ValueError(f"no dot implementation for {a} x {b} + {acc} on sm_{target} (the dot at {op.loc})")
 
 
 def chained_dots(fn) -> set[int]:
@@ -116,7 +146,6 @@ def _reaches_dot(start: Operation, region, neighbours) -> bool:
     return False
 
 
-# Registration order is preference order: tensor cores first (wgmma before
-# mma.sync), FMA last.
-from . import wgmma, mma_v2, mma_turing, fma  # noqa: E402,F401,I001
+# The implementations register themselves on import; `PREFERENCES` orders them.
+from . import fma, mma_turing, mma_v2, wgmma  # noqa: E402,F401,I001
 from . import codegen_dot  # noqa: E402,F401  (the GPU ops' code generators)

@@ -24,6 +24,9 @@ from ..layouts import BlockedLayout, DistributedLayout, DotOperandLayout
 from . import select
 from .shared import is_shared_tile
 
+# Its name in IR dumps and verification errors (the module's alone, `operands`, says too little).
+PASS_NAME = "dot_operands"
+
 
 def run(module: Module, ctx=None) -> None:
     """Place the operands of every dot of `module` (see the module docstring)."""

@@ -1,0 +1,43 @@
+"""tools/cuda_snapshot.py: the generated CUDA of a fixed set of kernels per
+target, compared between two trees. A copy of this tree whose dot preferences
+put FMA first from sm_80 on differs from this one in exactly the kernels that
+use mma.sync on sm_80 and sm_90."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("cuda_snapshot", REPO_ROOT / "tools" / "cuda_snapshot.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_tree_with_other_dot_preferences_differs_in_its_dots_alone(tmp_path):
+    tool = _load_tool()
+    other = tmp_path / "other"
+    for part in ("tritone", "tests", "examples", "tools"):
+        shutil.copytree(REPO_ROOT / part, other / part, ignore=shutil.ignore_patterns("__pycache__"))
+    dot_init = other / "tritone" / "backends" / "cuda" / "dot" / "__init__.py"
+    text = dot_init.read_text(encoding="utf-8")
+    assert '(80, ("mma_v2", "fma")),' in text
+    dot_init.write_text(text.replace('(80, ("mma_v2", "fma")),', '(80, ("fma", "mma_v2")),'), encoding="utf-8")
+
+    differing = tool.compare(REPO_ROOT, other, tmp_path / "snapshots")
+
+    assert "dtype_zoo.sm80.cu" in differing and "matmul_leaky_relu.sm80.cu" in differing
+    for name in differing:
+        assert name.endswith(".sm80.cu"), name  # sm_90 has its own row (wgmma first)
+        mine = (tmp_path / "snapshots" / "this" / name).read_text(encoding="utf-8")
+        theirs = (tmp_path / "snapshots" / "other" / name).read_text(encoding="utf-8")
+        assert "mma.sync" in mine and "mma.sync" not in theirs, name
+    unchanged = [p.name for p in (tmp_path / "snapshots" / "this").iterdir() if p.name not in differing]
+    assert "dtype_zoo.sm75.cu" in unchanged and any(name.startswith("softmax_kernel") for name in unchanged)
