@@ -2,6 +2,7 @@
 
 The whole lowering, in order:
 
+0. `passes.lower_descriptors`: tensor descriptor ops as pointer code;
 1. `layout_pass`: a distributed layout for every block value (coalesced for
    memory accesses, mma fragments for dots), `convert_layout` where producers
    and consumers disagree, and the clean-up of needless conversions;
@@ -20,7 +21,7 @@ from typing import Any, Mapping
 
 from tritone.errors import OutOfResources
 from tritone.ir.core import Module
-from tritone.passes import PassContext
+from tritone.passes import PassContext, lower_descriptors
 
 from . import layout_pass, pipeline, smem
 from .codegen import generate_kernel
@@ -30,7 +31,7 @@ from .dot import operands
 __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max_shared_memory"]
 
 # The GPU passes, in the order they run (after the frontend's passes).
-GPU_PASSES: tuple[ModuleType, ...] = (layout_pass, operands, pipeline, smem)
+GPU_PASSES: tuple[ModuleType, ...] = (lower_descriptors, layout_pass, operands, pipeline, smem)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,
