@@ -74,6 +74,22 @@ def signature_leaves(entry: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple
     return [(path, entry)]
 
 
+def is_descriptor_type(type_name: Any) -> bool:
+    """Whether a signature type names a host tensor descriptor (`tensordesc<fp16[64, 64]>`)."""
+    return isinstance(type_name, str) and type_name.startswith("tensordesc<")
+
+
+def descriptor_leaf_types(type_name: str) -> list[str]:
+    """The signature types of the values passed for a host descriptor of
+    signature type `type_name`: the descriptor itself (`type_name`, passed as
+    its tensor's address), the shape (i32 each), the strides (i64 each) and
+    the NaN-padding flag (u1)."""
+    from ..ir.types import parse_type
+
+    rank = parse_type(type_name).rank
+    return [type_name] + ["i32"] * rank + ["i64"] * rank + ["u1"]
+
+
 # What `@jit(repr=fn)` functions receive, as in Triton: constexpr values by
 # parameter name (parameters only, not tuple elements) and the signature.
 _SpecializationProxy = namedtuple("SpecializationProxy", ["constants", "signature"])
@@ -128,13 +144,20 @@ class ASTSource:
 
     def runtime_leaves(self) -> tuple[ArgumentLeaf, ...]:
         """The kernel function's arguments in order: every run-time parameter, a
-        tuple parameter as its elements that are not constexprs, depth first."""
+        tuple parameter as its elements that are not constexprs, depth first; a
+        host tensor descriptor as its parts (`descriptor_leaf_types`), the path
+        of each ending with the part's index in `TensorDescriptor.kernel_arguments()`."""
         leaves = []
         for num, name in enumerate(self.fn.arg_names):
             if self._is_constexpr(num, name):
                 continue
             for path, type_name in signature_leaves(self.signature[name]):
-                if type_name != CONSTEXPR and (num, *path) not in self.constants:
+                if type_name == CONSTEXPR or (num, *path) in self.constants:
+                    continue
+                if is_descriptor_type(type_name):
+                    leaves.extend(ArgumentLeaf(num, name, (*path, part), part_type)
+                                  for part, part_type in enumerate(descriptor_leaf_types(type_name)))
+                else:
                     leaves.append(ArgumentLeaf(num, name, path, type_name))
         return tuple(leaves)
 

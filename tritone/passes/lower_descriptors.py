@@ -71,14 +71,23 @@ def _erase(op: Operation) -> None:
 
 
 def _mark_host_descriptors_aligned(fn: Function) -> None:
-    """Kernel arguments of host descriptors hold a 16-byte aligned base."""
+    """Record what a host `TensorDescriptor` guarantees of the kernel arguments
+    it is passed as (`tensordesc_type.argument_types`): a 16-byte aligned base,
+    and strides but the last that are multiples of 16 bytes."""
     if not fn.attrs.get("kernel"):
         return
+    attrs = dict(fn.attrs.get("arg_attrs") or {})
     for index, arg in enumerate(fn.args):
-        if isinstance(arg.type, tensordesc_type):
-            attrs = dict(fn.attrs.get("arg_attrs") or {})
-            attrs[index] = {**attrs.get(index, {}), "divisibility": 16}
-            fn.attrs["arg_attrs"] = attrs
+        ty = arg.type
+        if not isinstance(ty, tensordesc_type):
+            continue
+        attrs[index] = {**attrs.get(index, {}), "divisibility": 16}
+        elements = 16 // ty.element_ty.itemsize
+        for stride in range(index + 1 + ty.rank, index + 2 * ty.rank):
+            if elements > 1:
+                attrs[stride] = {**attrs.get(stride, {}), "divisibility": elements}
+    if attrs:
+        fn.attrs["arg_attrs"] = attrs
 
 
 def _retype(value: Value) -> None:
