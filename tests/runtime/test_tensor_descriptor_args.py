@@ -140,3 +140,16 @@ def test_descriptors_in_tuples():
 def test_a_mistyped_descriptor_is_refused_naming_the_parameter():
     with pytest.raises(TypeError, match="argument 'desc'"):
         window_kernel[(1,)](torch.empty(4), [1, 2], 0, 0, 16, 16)
+
+
+def test_reinterpreted_tensors_make_copies_of_their_kind():
+    # upstream's tests build descriptors over `to_triton` wrappers of unsigned tensors
+    base = torch.randint(0, 2**15, (16, 32), dtype=torch.int16)
+    wrapped = triton.reinterpret(base, tl.uint16)
+    out = wrapped.new_empty((8, 32))
+    assert isinstance(out, type(wrapped)) and out.dtype == tl.uint16 and tuple(out.shape) == (8, 32)
+    window_kernel[(1,)](out, TensorDescriptor.from_tensor(wrapped, [8, 32]), 4, 0, 8, 32)
+    assert torch.equal(out.base, base[4:12])
+    copy = wrapped.clone()
+    copy.copy_(triton.reinterpret(torch.zeros_like(base), tl.uint16))
+    assert (copy.base == 0).all() and torch.equal(wrapped.cpu().base, base)

@@ -163,6 +163,22 @@ class TensorWrapper:
     def element_size(self) -> int:
         return self.base.element_size()
 
+    # Copies and new tensors keep the reinterpretation, as Triton's wrappers do.
+    def cpu(self) -> TensorWrapper:
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def to(self, device) -> TensorWrapper:
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def clone(self) -> TensorWrapper:
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def new_empty(self, sizes) -> TensorWrapper:
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
+
+    def copy_(self, other) -> None:
+        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
+
     def __str__(self) -> str:
         return f"TensorWrapper[{self.dtype}]({self.base})"
 
