@@ -1,5 +1,5 @@
 """`tl.make_tensor_descriptor` and the descriptor value in the frontend
-(language/tensor_descriptor.py): the IR it makes (and its text round trip),
+(language/descriptor.py): the IR it makes (and its text round trip),
 what kernels read of a descriptor at compile time, Triton's spellings, and
 the errors Triton raises for bad descriptors, reported at the kernel's line."""
 

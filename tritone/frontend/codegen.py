@@ -26,8 +26,8 @@ from ..ir.types import dtype, parse_type, tensordesc_type, type_text
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
+from ..language.descriptor import tensor_descriptor, tensor_descriptor_type
 from ..language.semantic import Semantic
-from ..language.tensor_descriptor import tensor_descriptor, tensor_descriptor_type
 from . import hints
 from .calls import BoundJitMethod, CallsMixin
 from .control_flow import ControlFlowMixin

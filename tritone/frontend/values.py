@@ -26,7 +26,7 @@ from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor, tuple_type
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
-from ..language.tensor_descriptor import tensor_descriptor, tensor_descriptor_type
+from ..language.descriptor import tensor_descriptor, tensor_descriptor_type
 
 
 @dataclass(frozen=True)

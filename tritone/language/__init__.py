@@ -91,6 +91,16 @@ from .core import (
     void,
     where,
 )
+from .descriptor import (
+    _experimental_descriptor_load,  # noqa: F401 (Triton 3.2's spellings, kept out of __all__ as Triton does)
+    _experimental_descriptor_store,  # noqa: F401
+    _experimental_make_tensor_descriptor,  # noqa: F401
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+    tensor_descriptor_type,
+)
 from .math import (
     abs,
     ceil,
@@ -145,16 +155,6 @@ from .standard import (
     xor_sum,
     zeros,
     zeros_like,
-)
-from .tensor_descriptor import (
-    _experimental_descriptor_load,  # noqa: F401 (Triton 3.2's spellings, kept out of __all__ as Triton does)
-    _experimental_descriptor_store,  # noqa: F401
-    _experimental_make_tensor_descriptor,  # noqa: F401
-    load_tensor_descriptor,
-    make_tensor_descriptor,
-    store_tensor_descriptor,
-    tensor_descriptor,
-    tensor_descriptor_type,
 )
 
 __all__ = [
