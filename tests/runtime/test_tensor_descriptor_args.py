@@ -153,3 +153,21 @@ def test_reinterpreted_tensors_make_copies_of_their_kind():
     copy = wrapped.clone()
     copy.copy_(triton.reinterpret(torch.zeros_like(base), tl.uint16))
     assert (copy.base == 0).all() and torch.equal(wrapped.cpu().base, base)
+
+
+def test_a_kernel_compiled_from_its_ir_takes_the_parts_one_by_one(tmp_path):
+    from tritone.compiler import IRSource
+
+    x = torch.randn(24, 40)
+    desc = TensorDescriptor(x, [20, 36], [40, 1], [16, 32], padding="nan")
+    out = torch.empty(16, 32)
+    compiled = window_kernel.warmup(out, desc, 0, 0, 16, 32, grid=(1,))
+    path = tmp_path / "window.ttir"
+    path.write_text(compiled.asm["ttir"], encoding="utf-8")
+    source = IRSource(path)
+    assert list(source.signature.values())[1:7] == ["*fp32", "i32", "i32", "i64", "i64", "i1"]
+    kernel = triton.compile(source)
+    kernel[(1,)](out, *desc.kernel_arguments(), 8, 8)
+    expected = torch.full((16, 32), float("nan"))
+    expected[:12, :28] = x[8:20, 8:36]
+    torch.testing.assert_close(out, expected, equal_nan=True)

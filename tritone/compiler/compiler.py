@@ -234,7 +234,7 @@ class IRSource:
 
     def __init__(self, path: str | os.PathLike):
         from ..ir.parser import parse_module
-        from ..ir.types import type_text
+        from ..ir.types import tensordesc_type, type_text
         from ..ir.verifier import verify
 
         self.path = str(path)
@@ -247,7 +247,10 @@ class IRSource:
         self.kernel_name = self.name
         arg_names = tuple(arg.name_hint or f"arg{i}" for i, arg in enumerate(kernel.args))
         self.fn = IRFunction(self.name, arg_names)
-        self.signature = {name: type_text(arg.type) for name, arg in zip(arg_names, kernel.args)}
+        # A host descriptor's arguments are its parts (tensordesc_type.argument_types), each its own
+        # argument here: the descriptor itself is passed as its tensor, a pointer.
+        self.signature = {name: type_text(arg.type.base_ty if isinstance(arg.type, tensordesc_type) else arg.type)
+                          for name, arg in zip(arg_names, kernel.args)}
 
     def hash(self) -> str:
         """Digest of the IR text."""
