@@ -64,6 +64,35 @@ def test_device_descriptors_compile_to_vectorized_pointer_code(arch):
     assert "descriptor_load(" in kernel.asm["ttir"]  # the target-neutral IR keeps the descriptor ops
 
 
+@triton.jit
+def atomics_kernel(A, B, C, D, E, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    a = tl.make_tensor_descriptor(A, [M, N], [N, 1], [BM, BN])
+    b = tl.make_tensor_descriptor(B, [M, N], [N, 1], [BM, BN])
+    c = tl.make_tensor_descriptor(C, [M, N], [N, 1], [BM, BN])
+    d = tl.make_tensor_descriptor(D, [M, N], [N, 1], [BM, BN])
+    e = tl.make_tensor_descriptor(E, [M, N], [N, 1], [BM, BN])
+    a.atomic_add([0, 0], a.load([0, 0]))
+    b.atomic_min([0, 0], b.load([0, 0]))
+    b.atomic_max([0, 0], b.load([0, 0]))
+    c.atomic_xor([0, 0], c.load([0, 0]))
+    c.atomic_and([0, 0], c.load([0, 0]))
+    c.atomic_or([0, 0], c.load([0, 0]))
+    d.atomic_add([0, 0], d.load([0, 0]))
+    e.atomic_add([0, 0], e.load([0, 0]))
+
+
+@pytest.mark.parametrize("arch, bf16_add", [(80, "atom.relaxed.gpu.global.cas.b32"),
+                                            (90, "atom.global.gpu.relaxed.add.noftz.bf16")])
+def test_descriptor_atomics_are_relaxed_atomics_of_their_dtype(arch, bf16_add):
+    signature = {"A": "*u64", "B": "*i64", "C": "*u32", "D": "*bf16", "E": "*fp16", "M": "i32", "N": "i32"}
+    kernel = triton.compile(ASTSource(atomics_kernel, signature, {"BM": 8, "BN": 16}),
+                            target=GPUTarget("cuda", arch, 32))
+    atoms = set(re.findall(r"atom\.[\w.]+", kernel.asm["ptx"]))
+    assert {"atom.global.gpu.relaxed.add.u64", "atom.global.gpu.relaxed.min.s64", "atom.global.gpu.relaxed.max.s64",
+            "atom.global.gpu.relaxed.xor.b32", "atom.global.gpu.relaxed.and.b32", "atom.global.gpu.relaxed.or.b32",
+            "atom.global.gpu.relaxed.add.noftz.f16", bf16_add} <= atoms
+
+
 @pytest.mark.parametrize("arch", [80, 90])
 def test_host_descriptor_parameters_are_what_the_launcher_writes(arch):
     kernel = triton.compile(ASTSource(host_kernel, _HOST_SIGNATURE), target=GPUTarget("cuda", arch, 32))
