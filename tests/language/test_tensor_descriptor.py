@@ -217,3 +217,21 @@ def changing_kernel(X, M, N, n):
 def test_a_descriptor_whose_block_changes_in_a_loop_is_refused():
     message = compile_error(changing_kernel, {"X": "*fp16", "M": "i32", "N": "i32", "n": "i32"}, {})
     assert "desc" in message and "tensor_descriptor" in message
+
+
+@jit
+def const_base_kernel(X: tl.const, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    source = tl.make_tensor_descriptor(X, [M, N], [N, 1], [BM, BN])
+    target = tl.make_tensor_descriptor(Y, [M, N], [N, 1], [BM, BN])
+    for i in range(2):
+        target.store([i * BM, 0], source.load([i * BM, 0]))
+
+
+def test_a_const_pointer_makes_a_descriptor():
+    x = RNG.uniform(-5, 5, (16, 16)).astype(np.float16)
+    y = np.zeros((16, 16), np.float16)
+    module = ast_to_ir(const_base_kernel, {"X": "*kfp16", "Y": "*fp16", "M": "i32", "N": "i32"}, {"BM": 8, "BN": 16},
+                       OPTIONS)
+    verify(module)
+    run_kernel(module, (1,), [x, y, 16, 16])
+    np.testing.assert_array_equal(y, x)

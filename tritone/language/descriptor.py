@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..ir.types import block_type as _block_type
-from ..ir.types import dtype, tensordesc_type, type_text
+from ..ir.types import dtype, pointer_type, tensordesc_type, type_text
 from . import core as tl
 from .core import _unwrap_if_constexpr, base_value, builtin, dtype_name, tensor
 
@@ -301,6 +301,9 @@ class TensorDescriptorSemantic:
         block_shape = [_unwrap_if_constexpr(d) for d in block_shape]
         tl.validate_block_shape(block_shape)
         element_ty = base.type.element_ty
+        if base.type.is_const():
+            # Descriptors read and write through one pointer type (a store through it is the user's call).
+            base = self.cast(base, pointer_type(element_ty, base.type.address_space))
         row_bytes = block_shape[-1] * element_ty.primitive_bitwidth // 8
         if row_bytes < 16:
             raise ValueError("Descriptor block shape must have at least 16 bytes in the last dimension, but got "
