@@ -31,7 +31,14 @@ def window_kernel(out_ptr, desc, m, n, BM: tl.constexpr, BN: tl.constexpr):
 
 def test_signature_type_is_the_element_type_and_block_shape():
     x = torch.randn(48, 40, dtype=torch.float16)
-    assert specialize_value(TensorDescriptor.from_tensor(x, [16, 32])) == ("tensordesc<fp16[16, 32]>", None)
+    assert specialize_value(TensorDescriptor.from_tensor(x, [16, 32])) == ("tensordesc<fp16[16, 32]>", "")
+    # tritone's own addition: a shape of multiples of 16 is specialised on (bounds checks of whole vectors)
+    assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32])) == ("tensordesc<fp16[16, 32]>", "D")
+    assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32]), specialize=False)[1] is None
+    # what Triton's API answers is Triton's
+    assert triton.runtime.jit.mangle_type(TensorDescriptor.from_tensor(x, [16, 32])) == "tensordesc<fp16[16, 32]>"
+    assert triton.runtime.jit.native_specialize_impl(None, TensorDescriptor(x, [48, 32], [40, 1], [16, 32])) == (
+        "tensordesc<fp16[16, 32]>", None)
     wrapped = triton.reinterpret(torch.zeros(64, 64, dtype=torch.uint8), tl.float8e5)
     assert specialize_value(TensorDescriptor.from_tensor(wrapped, [8, 16]))[0] == "tensordesc<fp8e5[8, 16]>"
     pair = specialize_value((TensorDescriptor.from_tensor(x, [16, 16]), 7))[0]

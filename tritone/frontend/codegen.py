@@ -749,4 +749,6 @@ def _divisibility_attrs(fn: Any, arg_paths: list[tuple], arg_types: list[dtype],
     for index, (path, ty) in enumerate(zip(arg_paths, arg_types)):
         if path in wanted and (ty.is_int() or ty.is_ptr()):
             attrs[index] = {"divisibility": 16}
+        elif path[:-1] in wanted and str(path[-1]).startswith("shape"):
+            attrs[index] = {"divisibility": 16}  # a host descriptor specialised on a shape of multiples of 16
     return attrs

@@ -217,6 +217,8 @@ def _upstream_answer(value: Any, type_name: Any, attribute: Any,
                  for item, (item_type, item_attribute) in zip(value, type_name.items)]
         make = tuple if type_name.kind is tuple else type_name.kind._make
         return make(pair[0] for pair in pairs), make(pair[1] for pair in pairs)
+    if isinstance(type_name, str) and type_name.startswith("tensordesc<"):
+        return type_name, None  # Triton specialises descriptors on their type alone
     if type_name == CONSTEXPR:
         if isinstance(value, JITFunction):
             return CONSTEXPR, value.cache_key

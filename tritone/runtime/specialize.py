@@ -15,7 +15,7 @@ attribute as Triton does (TRITON_CONTRACT section 2, TRITON_SEMANTICS 11):
 | tensor / array | `*dtype` (`*k...` for const params) | "D" when the address is 16-byte aligned |
 | `@jit` function, `tl.constexpr` | constexpr | |
 | tuple / namedtuple | `TupleSpecialization` | (per element) |
-| `TensorDescriptor` | `tensordesc<fp16[64, 64]>` (element type, block shape) | |
+| `TensorDescriptor` | `tensordesc<fp16[64, 64]>` (dtype, block shape) | "D" when its shape's dims divide by 16 |
 
 The attribute is `"D"`, `""` (looked at, not divisible) or None (not looked
 at: do_not_specialize, or a type that is never specialised). A tuple argument
@@ -197,7 +197,11 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
     if isinstance(value, tuple):
         return _specialize_tuple(value, is_const, specialize, align), None
     if isinstance(value, TensorDescriptor):
-        return value.signature_type(), None
+        # The shape's divisibility is tritone's addition (Triton specialises descriptors on their type
+        # alone): where TMA is not used, it lets the bounds checks of whole vectors be one.
+        if not specialize or not align:
+            return value.signature_type(), None
+        return value.signature_type(), DIVISIBLE if all(dim % 16 == 0 for dim in value.shape) else ""
     raise TypeError(_unsupported_argument(value))
 
 

@@ -103,6 +103,16 @@ def test_host_descriptor_parameters_are_what_the_launcher_writes(arch):
                                                             "u1"]
 
 
+def test_host_descriptors_of_shapes_divisible_by_16_load_vectors():
+    divisible = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
+    kernel = triton.compile(ASTSource(host_kernel, _HOST_SIGNATURE, attrs=divisible),
+                            target=GPUTarget("cuda", 80, 32))
+    ptx = kernel.asm["ptx"]
+    # 4 fp16 per thread of a 32x16 block over 128 threads: 8-byte loads, 16-byte stores of 32x32
+    assert re.search(r"ld\.global(\.\w+)*\.v2\.b32", ptx) and re.search(r"st\.global(\.\w+)*\.v4", ptx)
+    assert not re.search(r"ld\.global(\.\w+)*\.b16", ptx)
+
+
 # -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
 
 def check_device_descriptors(device: str) -> None:
