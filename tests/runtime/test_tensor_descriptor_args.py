@@ -178,3 +178,22 @@ def test_a_kernel_compiled_from_its_ir_takes_the_parts_one_by_one(tmp_path):
     expected = torch.full((16, 32), float("nan"))
     expected[:12, :28] = x[8:20, 8:36]
     torch.testing.assert_close(out, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_pointer_code_of_a_host_descriptor_reads_its_padding_at_run_time(padding):
+    from tritone.interpreter import run_kernel
+    from tritone.ir.parser import parse_module
+    from tritone.ir.printer import print_module
+    from tritone.passes import PassContext, lower_descriptors
+
+    x = torch.randn(24, 40)
+    out = torch.empty(16, 32)
+    desc = TensorDescriptor(x, [20, 36], [40, 1], [16, 32], padding=padding)
+    module = parse_module(window_kernel.warmup(out, desc, 0, 0, 16, 32, grid=(1,)).asm["ttir"])
+    lower_descriptors.run(module, PassContext())
+    assert "select(" in print_module(module)  # the padding is chosen by the flag argument
+    run_kernel(module, (1,), [out, *desc.kernel_arguments(), 8, 8])
+    expected = torch.full((16, 32), float("nan") if padding == "nan" else 0.0)
+    expected[:12, :28] = x[8:20, 8:36]
+    torch.testing.assert_close(out, expected, equal_nan=True)
