@@ -9,7 +9,7 @@ from tritone.ir import parse_module, print_function, print_module, print_op, ver
 from tritone.ir.core import Builder, Function, Location, Module, Region
 from tritone.ir.ops import OP_SPECS
 from tritone.ir.parser import IRParseError
-from tritone.ir.types import block_type, float16, float32, int1, int32, int64, pointer_type, uint32
+from tritone.ir.types import block_type, float16, float32, int1, int32, int64, pointer_type, tensordesc_type, uint32
 
 V16F = block_type(float32, [16])
 V16I = block_type(int32, [16])
@@ -81,6 +81,18 @@ def build_kernel_module() -> Module:
                             block_type(y_ptr.type, [16]))
     b.create_value("atomic_rmw", [y_ptrs, offs, mask], V16I, {"kind": "add", "sem": "acq_rel", "scope": "gpu"})
     b.create_value("atomic_cas", [y_ptrs, offs, offs], V16I, {"sem": "relaxed", "scope": "cta"})
+    # Tensor descriptors: one of one-row blocks serves every access.
+    one_row = block_type(float32, [1, 16])
+    strides = [b.create_value("cast", [n], int64), b.create_value("constant", [], int64, {"value": 1})]
+    desc = b.create_value("make_tensor_descriptor", [x_ptr, n, n, *strides], tensordesc_type(one_row),
+                          {"padding": "nan"})
+    parts = [desc, n, n, *strides]
+    nan_padding = b.create_value("constant", [], int1, {"value": True})
+    desc_row = b.create_value("descriptor_load", [*parts, nan_padding, pid, pid], one_row, {"cache": ".cg"})
+    b.create("descriptor_store", [*parts, desc_row, pid, pid])
+    b.create("descriptor_atomic", [*parts, desc_row, pid, pid], [], {"kind": "max"})
+    gathered = b.create_value("descriptor_gather", [*parts, nan_padding, offs, pid], block_type(float32, [16, 16]))
+    b.create("descriptor_scatter", [*parts, gathered, offs, pid])
 
     combine = Region([float32, float32], ["l", "r"])
     Builder(combine).create("yield", [Builder(combine).create_value("add", combine.args, float32)])

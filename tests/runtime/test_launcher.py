@@ -357,8 +357,34 @@ def test_resource_limits_and_unsupported_types(gpu):
         LaunchPlan(spec_of([("n", "i32")], num_warps=32), 0, FakeGPU(max_threads=512).driver)
     with pytest.raises(OutOfResources, match="registers, Required: 262144"):
         LaunchPlan(spec_of([("n", "i32")], num_warps=32), 0, FakeGPU(registers=256).driver)
-    with pytest.raises(TritonError, match="parameter desc has type tensordesc"):
-        LaunchPlan(spec_of([("desc", "tensordesc<fp16[64, 64]>")]), 0, gpu.driver)
+    with pytest.raises(TritonError, match="parameter x has type fp8e4nv"):
+        LaunchPlan(spec_of([("x", "fp8e4nv")]), 0, gpu.driver)
+
+
+class _DeviceHalves:
+    """A GPU array of fp16 as the launcher sees one: an address the driver knows."""
+
+    dtype = torch.float16
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def test_host_descriptors_are_passed_as_their_parts(gpu):
+    from tritone.tools.tensor_descriptor import TensorDescriptor
+
+    params = [("n", "i32"), ("desc", "tensordesc<fp16[16, 32]>")]
+    plan = LaunchPlan(spec_of(params), 0, gpu.driver)
+    desc = TensorDescriptor(_DeviceHalves(0x7F00_0000_0000), [70, 90], [96, 1], [16, 32], padding="nan")
+    plan.launch(1, 1, 1, 0, 5, desc)
+    parts = [("n", "i32"), ("base", "*fp16"), ("m", "i32"), ("k", "i32"), ("s0", "i64"), ("s1", "i64"),
+             ("nan", "u1")]
+    assert decode(gpu.launches[-1]["bytes"], parts) == [5, 0x7F00_0000_0000, 70, 90, 96, 1, 1]
+    with pytest.raises(ValueError, match=r"desc\.kernel_arguments\(\)\[0\]"):
+        plan.launch(1, 1, 1, 0, 5, TensorDescriptor(_DeviceHalves(0x1230), [70, 90], [96, 1], [16, 32]))
 
 
 def test_plan_loads_in_the_device_primary_context_and_recovers_it(gpu):

@@ -74,6 +74,22 @@ def signature_leaves(entry: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple
     return [(path, entry)]
 
 
+def is_descriptor_type(type_name: Any) -> bool:
+    """Whether a signature type names a host tensor descriptor (`tensordesc<fp16[64, 64]>`)."""
+    return isinstance(type_name, str) and type_name.startswith("tensordesc<")
+
+
+def descriptor_leaf_types(type_name: str) -> list[str]:
+    """The signature types of the values passed for a host descriptor of
+    signature type `type_name`: the descriptor itself (`type_name`, passed as
+    its tensor's address), the shape (i32 each), the strides (i64 each) and
+    the NaN-padding flag (u1)."""
+    from ..ir.types import parse_type
+
+    rank = parse_type(type_name).rank
+    return [type_name] + ["i32"] * rank + ["i64"] * rank + ["u1"]
+
+
 # What `@jit(repr=fn)` functions receive, as in Triton: constexpr values by
 # parameter name (parameters only, not tuple elements) and the signature.
 _SpecializationProxy = namedtuple("SpecializationProxy", ["constants", "signature"])
@@ -128,13 +144,20 @@ class ASTSource:
 
     def runtime_leaves(self) -> tuple[ArgumentLeaf, ...]:
         """The kernel function's arguments in order: every run-time parameter, a
-        tuple parameter as its elements that are not constexprs, depth first."""
+        tuple parameter as its elements that are not constexprs, depth first; a
+        host tensor descriptor as its parts (`descriptor_leaf_types`), the path
+        of each ending with the part's index in `TensorDescriptor.kernel_arguments()`."""
         leaves = []
         for num, name in enumerate(self.fn.arg_names):
             if self._is_constexpr(num, name):
                 continue
             for path, type_name in signature_leaves(self.signature[name]):
-                if type_name != CONSTEXPR and (num, *path) not in self.constants:
+                if type_name == CONSTEXPR or (num, *path) in self.constants:
+                    continue
+                if is_descriptor_type(type_name):
+                    leaves.extend(ArgumentLeaf(num, name, (*path, part), part_type)
+                                  for part, part_type in enumerate(descriptor_leaf_types(type_name)))
+                else:
                     leaves.append(ArgumentLeaf(num, name, path, type_name))
         return tuple(leaves)
 
@@ -225,7 +248,7 @@ class IRSource:
 
     def __init__(self, path: str | os.PathLike):
         from ..ir.parser import parse_module
-        from ..ir.types import type_text
+        from ..ir.types import tensordesc_type, type_text
         from ..ir.verifier import verify
 
         self.path = str(path)
@@ -238,7 +261,10 @@ class IRSource:
         self.kernel_name = self.name
         arg_names = tuple(arg.name_hint or f"arg{i}" for i, arg in enumerate(kernel.args))
         self.fn = IRFunction(self.name, arg_names)
-        self.signature = {name: type_text(arg.type) for name, arg in zip(arg_names, kernel.args)}
+        # A host descriptor's arguments are its parts (tensordesc_type.argument_types), each its own
+        # argument here: the descriptor itself is passed as its tensor, a pointer.
+        self.signature = {name: type_text(arg.type.base_ty if isinstance(arg.type, tensordesc_type) else arg.type)
+                          for name, arg in zip(arg_names, kernel.args)}
 
     def hash(self) -> str:
         """Digest of the IR text."""

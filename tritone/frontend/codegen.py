@@ -22,10 +22,11 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
-from ..ir.types import dtype, parse_type, type_text
+from ..ir.types import dtype, parse_type, tensordesc_type, type_text
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
+from ..language.descriptor import tensor_descriptor, tensor_descriptor_type
 from ..language.semantic import Semantic
 from . import hints
 from .calls import BoundJitMethod, CallsMixin
@@ -651,8 +652,14 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
             scope[name] = wrap(constexprs[name])
         elif name in signature:
             for path, leaf in _typed_leaves(signature[name], (name,)):
-                arg_paths.append(path)
-                arg_types.append(parse_type(leaf) if isinstance(leaf, str) else leaf)
+                ty = parse_type(leaf) if isinstance(leaf, str) else leaf
+                if isinstance(ty, tensordesc_type):
+                    # A host descriptor is passed as its parts (tensordesc_type.argument_types).
+                    arg_paths.extend((*path, part) for part in _descriptor_part_names(ty.rank))
+                    arg_types.extend(ty.argument_types())
+                else:
+                    arg_paths.append(path)
+                    arg_types.append(ty)
         else:
             raise TypeError(f"kernel {fn.__name__}: parameter {name} has neither a type nor a constexpr value")
 
@@ -664,7 +671,7 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     ctx = ModuleContext(module, builder, semantic, options)
     semantic.call_jit_function = ctx.call_jit_for_region
     loc = Location(fn.file_name, fn.starting_line_number, 0, fn.__name__)
-    arg_names = [".".join(str(part) for part in path) for path in arg_paths]
+    arg_names = [".".join(str(part) for part in path if part != "") for path in arg_paths]
     function = module.add(Function(fn.__name__, arg_types, arg_names, attrs={"kernel": True}, loc=loc))
     arg_attrs = _divisibility_attrs(fn, arg_paths, arg_types, options.get("divisible_by_16") or ())
     if arg_attrs:
@@ -713,7 +720,17 @@ def _argument_value(entry: Any, arguments: Iterator[tuple[Any, dtype]]) -> Any:
     if isinstance(entry, constexpr):
         return entry
     handle, ty = next(arguments)
+    if isinstance(ty, tensordesc_type):
+        parts = [tensor(handle, ty)]
+        parts.extend(tensor(*next(arguments)) for _ in range(len(ty.argument_types()) - 1))
+        return tensor_descriptor.from_leaves(tensor_descriptor_type(ty.block), parts)
     return tensor(handle, ty)
+
+
+def _descriptor_part_names(rank: int) -> list[str]:
+    """How the kernel's arguments for the parts of a host descriptor are named
+    after the parameter (`desc`, `desc.shape0`, ..., `desc.nan_padding`)."""
+    return ["", *(f"shape{d}" for d in range(rank)), *(f"strides{d}" for d in range(rank)), "nan_padding"]
 
 
 def _divisibility_attrs(fn: Any, arg_paths: list[tuple], arg_types: list[dtype],
@@ -732,4 +749,6 @@ def _divisibility_attrs(fn: Any, arg_paths: list[tuple], arg_types: list[dtype],
     for index, (path, ty) in enumerate(zip(arg_paths, arg_types)):
         if path in wanted and (ty.is_int() or ty.is_ptr()):
             attrs[index] = {"divisibility": 16}
+        elif path[:-1] in wanted and str(path[-1]).startswith("shape"):
+            attrs[index] = {"divisibility": 16}  # a host descriptor specialised on a shape of multiples of 16
     return attrs

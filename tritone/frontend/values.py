@@ -1,16 +1,17 @@
 """What the codegen knows about the values a kernel variable can hold.
 
 At compile time a variable holds a `tensor` (an IR value), a `constexpr` or
-another compile-time Python object (a dtype, a module, a function...), a
-block pointer (`tl.make_block_ptr`: tensors plus a static block shape and
-order), or a `tl.tuple` of those. Control flow and calls need to move such
+another compile-time Python object (a dtype, a module, a function...), an
+aggregate (a block pointer, `tl.make_block_ptr`: tensors plus a static block
+shape and order; a tensor descriptor: tensors plus a static block type), or
+a `tl.tuple` of those. Control flow and calls need to move such
 values across region boundaries: they are split into their tensor leaves
 (which become IR values: `if`/`for` results, call arguments) and a `Slot`
 structure that remembers the types of the leaves and the compile-time parts,
 so that the value can be rebuilt on the other side. Two values can be merged
 (if branches, loop iterations, return paths) exactly when their slots are
 equal: a block pointer whose block shape, order or element type changes in
-a loop is an error.
+a loop is an error, and so is a descriptor whose block type changes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, tensor, tuple_type
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
+from ..language.descriptor import tensor_descriptor, tensor_descriptor_type
 
 
 @dataclass(frozen=True)
@@ -50,19 +52,24 @@ class TupleSlot:
     fields: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
-class BlockPointerSlot:
-    """A block pointer: its tensors have the types `type.leaf_types()`."""
+# Values made of tensors and a static part (its `type`): `leaves()` lists the
+# tensors, `type.leaf_types()` their types and `type.rebuild(leaves)` makes the value again.
+AGGREGATES = (block_pointer, tensor_descriptor)
 
-    type: block_pointer_type
+
+@dataclass(frozen=True)
+class AggregateSlot:
+    """A block pointer or a tensor descriptor: its tensors have the types `type.leaf_types()`."""
+
+    type: block_pointer_type | tensor_descriptor_type
 
     @property
     def key(self) -> str:
         """Its text in specialisation keys."""
-        return f"block_ptr:{self.type.base_ty}:{self.type.block_shape}:{self.type.order}"
+        return self.type.key
 
 
-Slot = TensorSlot | ConstSlot | TupleSlot | BlockPointerSlot
+Slot = TensorSlot | ConstSlot | TupleSlot | AggregateSlot
 
 
 def is_tensor(value: Any) -> bool:
@@ -78,7 +85,7 @@ def wrap(value: Any) -> Any:
     """Give a compile-time Python result the form kernel code sees: tensors and
     tl.tuples stay, Python tuples/lists (and namedtuples holding tensors)
     become tl.tuples, the rest constexprs."""
-    if isinstance(value, (tensor, constexpr, tl_tuple, block_pointer)):
+    if isinstance(value, (tensor, constexpr, tl_tuple, *AGGREGATES)):
         return value
     if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
         return tl_tuple([wrap(v) for v in value])
@@ -103,7 +110,7 @@ def to_python(value: Any) -> Any:
 
 def has_tensor(value: Any) -> bool:
     """Whether `value` is or contains a tensor (a run-time value)."""
-    if isinstance(value, (tensor, block_pointer)):
+    if isinstance(value, (tensor, *AGGREGATES)):
         return True
     if isinstance(value, tl_tuple):
         return any(has_tensor(v) for v in value.values)
@@ -117,8 +124,8 @@ def slot_of(value: Any) -> Slot:
         return TensorSlot(value.type)
     if isinstance(value, tl_tuple):
         return TupleSlot(tuple(slot_of(v) for v in value.values), tuple_fields(value))
-    if isinstance(value, block_pointer):
-        return BlockPointerSlot(value.type)
+    if isinstance(value, AGGREGATES):
+        return AggregateSlot(value.type)
     return ConstSlot(constexpr_key(unwrap(value)), value)
 
 
@@ -128,7 +135,7 @@ def leaves(value: Any) -> list[tensor]:
         return [value]
     if isinstance(value, tl_tuple):
         return [leaf for v in value.values for leaf in leaves(v)]
-    if isinstance(value, block_pointer):
+    if isinstance(value, AGGREGATES):
         return value.leaves()
     return []
 
@@ -139,7 +146,7 @@ def slot_types(slot: Slot) -> list[dtype]:
         return [slot.type]
     if isinstance(slot, TupleSlot):
         return [t for item in slot.items for t in slot_types(item)]
-    if isinstance(slot, BlockPointerSlot):
+    if isinstance(slot, AggregateSlot):
         return slot.type.leaf_types()
     return []
 
@@ -158,8 +165,8 @@ def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
         return tensor(next(it), slot.type)
     if isinstance(slot, TupleSlot):
         return make_tuple([_rebuild(item, it) for item in slot.items], slot.fields)
-    if isinstance(slot, BlockPointerSlot):
-        return block_pointer.from_leaves(slot.type, [tensor(next(it), t) for t in slot.type.leaf_types()])
+    if isinstance(slot, AggregateSlot):
+        return slot.type.rebuild([tensor(next(it), t) for t in slot.type.leaf_types()])
     return slot.value
 
 
@@ -201,7 +208,7 @@ def same_value(a: Any, b: Any) -> bool:
         return a.handle is b.handle and a.type == b.type
     if isinstance(a, tl_tuple) and isinstance(b, tl_tuple):
         return len(a.values) == len(b.values) and all(same_value(x, y) for x, y in zip(a.values, b.values))
-    if isinstance(a, block_pointer) and isinstance(b, block_pointer):
+    if isinstance(a, AGGREGATES) and type(a) is type(b):
         return a.type == b.type and all(same_value(x, y) for x, y in zip(a.leaves(), b.leaves()))
     return False
 
@@ -247,7 +254,7 @@ def describe_value(value: Any) -> str:
         return str(value)
     if isinstance(value, tl_tuple):
         return "(" + ", ".join(describe_value(v) for v in value.values) + ")"
-    if isinstance(value, block_pointer):
+    if isinstance(value, AGGREGATES):
         return describe_type(value.type)
     if isinstance(value, constexpr):
         return f"constexpr[{value.value!r}]"
@@ -259,7 +266,7 @@ def describe_slot(slot: Slot) -> str:
         return describe_type(slot.type)
     if isinstance(slot, TupleSlot):
         return "(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
-    if isinstance(slot, BlockPointerSlot):
+    if isinstance(slot, AggregateSlot):
         return describe_type(slot.type)
     if slot.value is None:
         return "void"

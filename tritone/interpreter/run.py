@@ -20,7 +20,8 @@ import numpy as np
 
 from ..errors import InterpreterError
 from ..ir.core import Function, Module, Operation, Region, Value
-from . import arith, libdevice, reductions
+from ..ir.types import tensordesc_type
+from . import arith, descriptors, libdevice, reductions
 from . import values as V
 from .memory import AccessError, Memory
 
@@ -92,7 +93,7 @@ class _Launch:
         self.entry = compiled
 
     def _argument_value(self, ty, arg, name: str):
-        if ty.is_ptr():
+        if ty.is_ptr() or isinstance(ty, tensordesc_type):  # a host descriptor is its tensor's address
             try:
                 return np.uint64(self.memory.pointer_argument(arg, name))
             except TypeError as error:
@@ -475,4 +476,5 @@ _MAKERS: dict[str, Callable] = {
     "assume": _make_noop,
     "hint": _make_identity,
     "inline_asm": _make_inline_asm,
+    **descriptors.MAKERS,
 }

@@ -5,7 +5,8 @@ In the interpreter (see docs/IR.md for the types):
 - i1 -> numpy bool; iN/uN -> the numpy int of that width and signedness;
 - fp16/fp32/fp64 -> float16/float32/float64;
 - bf16 and every fp8 type -> float32 holding exactly representable values;
-- pointers -> uint64 byte addresses.
+- pointers -> uint64 byte addresses; tensor descriptors -> the uint64 address
+  of the tensor (their shape, strides and padding are values of their own).
 
 In memory, bf16 is its uint16 bit pattern, fp8 its uint8 code, i1 a byte.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import block_type, dtype, type_text
+from ..ir.types import block_type, dtype, tensordesc_type, type_text
 from . import floats
 
 _INT_DTYPES = {
@@ -46,7 +47,7 @@ def is_emulated_float(ty: dtype) -> bool:
 def value_dtype(ty: dtype) -> np.dtype:
     """numpy dtype of values of `ty` (a scalar or block type) in the interpreter."""
     sc = scalar_of(ty)
-    if sc.is_ptr():
+    if sc.is_ptr() or isinstance(sc, tensordesc_type):
         return np.dtype(np.uint64)
     name = type_text(sc)
     if name in _INT_DTYPES:

@@ -145,6 +145,10 @@ FLOAT_ONLY_BINARY_OPS = ("div", "div_rn")
 FLOAT_MATH_OPS = ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
+DESCRIPTOR_ATOMIC_KINDS = ("add", "min", "max", "and", "or", "xor")
+DESCRIPTOR_PADDINGS = ("zero", "nan")
+DESCRIPTOR_OPS = ("make_tensor_descriptor", "descriptor_load", "descriptor_store", "descriptor_atomic",
+                  "descriptor_gather", "descriptor_scatter")
 FOR_ATTRS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten", "warp_specialize",
              "disable_licm")
 # `special` ops by name: the effect each has (and so what passes may do with it).
@@ -206,6 +210,14 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("atomic_rmw", 2, 3, 1, {"kind": _attr(_STR, ATOMIC_KINDS), "sem": _SEM, "scope": _SCOPE},
                effect=WRITE, layout=ACCESS_LAYOUT),
         OpSpec("atomic_cas", 3, 3, 1, {"sem": _SEM, "scope": _SCOPE}, effect=WRITE, layout=ACCESS_LAYOUT),
+        # tensor descriptors (docs/IR.md "Tensor descriptors"; passes/lower_descriptors.py writes them as
+        # the ops above for targets without TMA). Operand counts follow the descriptor's rank.
+        OpSpec("make_tensor_descriptor", 3, None, 1, {"padding": _attr(_STR, DESCRIPTOR_PADDINGS)}),
+        OpSpec("descriptor_load", 5, None, 1, {"cache": _LOAD_CACHE, "evict": _EVICT}, effect=READ),
+        OpSpec("descriptor_store", 5, None, 0, effect=WRITE),
+        OpSpec("descriptor_atomic", 5, None, 0, {"kind": _attr(_STR, DESCRIPTOR_ATOMIC_KINDS)}, effect=WRITE),
+        OpSpec("descriptor_gather", 8, 8, 1, effect=READ),
+        OpSpec("descriptor_scatter", 8, 8, 0, effect=WRITE),
         # a scalar function applied to every element (lowered to block ops by passes/map_elementwise.py)
         OpSpec("map_elementwise", 1, None, "any", {"pack": _attr(_INT)}, (RegionSpec("body", "yield"),)),
         # target assembly applied to `pack` elements at a time (tl.inline_asm_elementwise); the effect is

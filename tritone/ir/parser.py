@@ -114,6 +114,15 @@ class _Parser:
     def type(self) -> dtype:
         self.skip_space()
         start = self.pos
+        if self.text.startswith("tensordesc<", start):
+            end = self.text.find(">", start)
+            if end < 0:
+                raise self.error("unterminated tensor descriptor type")
+            self.pos = end + 1
+            try:
+                return parse_type(self.text[start:self.pos])
+            except (ValueError, TypeError) as exc:
+                raise self.error(f"bad type {self.text[start:self.pos]!r}: {exc}", start) from None
         if not self.text.startswith("<", start):
             text = self.match(_SCALAR_TYPE, "a type")
             try:

@@ -418,6 +418,79 @@ class block_type(dtype):
         return self.element_ty_.mangle() + "S" + "_".join(map(str, self.shape_)) + "S"
 
 
+class tensordesc_type(dtype):
+    """A tensor descriptor (`tl.make_tensor_descriptor`, a host `TensorDescriptor`
+    argument): where a tensor of `block.element_ty` lies in global memory and
+    how it is read and written in blocks of `block.shape`. Its IR spelling is
+    Triton's signature spelling, `tensordesc<fp16[64, 64]>`. The tensor's
+    shape and strides, and its padding, are separate values (docs/IR.md)."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: block_type):
+        if not isinstance(block, block_type):
+            raise TypeError(f"a tensor descriptor describes blocks, got {block!r}")
+        block = block_type(block.element_ty, block.shape)  # descriptors have no layout
+        object.__setattr__(self, "block", block)
+        dims = ", ".join(str(s) for s in block.shape)
+        object.__setattr__(self, "_key", f"tensordesc<{block.element_ty._key}[{dims}]>")
+        object.__setattr__(self, "name", f"tensor_descriptor<{block}>")
+
+    def __reduce__(self):
+        return (tensordesc_type, (self.block,))
+
+    @property
+    def _info(self):
+        return ("tensordesc", 64, False, 0, 0)
+
+    @property
+    def element_ty(self) -> dtype:
+        return self.block.element_ty
+
+    @property
+    def scalar(self) -> "tensordesc_type":
+        return self
+
+    @property
+    def rank(self) -> int:
+        return len(self.block.shape)
+
+    @property
+    def base_ty(self) -> pointer_type:
+        """The type of the tensor's base pointer."""
+        return pointer_type(self.block.element_ty)
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_floating(self) -> bool:
+        return False
+
+    def kind(self) -> int:
+        raise TypeError("tensor descriptors have no arithmetic promotion kind")
+
+    def argument_types(self) -> list[dtype]:
+        """The IR types of the arguments a kernel takes for a descriptor parameter,
+        in order: the descriptor, its shape (i32 each), its strides (i64 each)
+        and whether out-of-bounds elements read as NaN (i1)."""
+        return [self] + [int32] * self.rank + [int64] * self.rank + [int1]
+
+    def __eq__(self, other) -> bool:
+        return type(other) is tensordesc_type and other.block == self.block
+
+    def __hash__(self) -> int:
+        return hash(("tensordesc", self.block))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def mangle(self) -> str:
+        return "TD" + self.block.mangle()
+
+
 def type_text(ty: dtype) -> str:
     """The IR's compact spelling of `ty`, which `parse_type` (and the IR parser,
     for layouts) reads back: `i32`, `fp16`, `*fp32`, `*kfp32`, `<16x32xfp32>`,
@@ -466,6 +539,13 @@ def parse_type(text: str) -> dtype:
     Layout attributes inside block types are not parsed here (the IR parser
     handles them)."""
     text = text.strip()
+    if text.startswith("tensordesc<") and text.endswith(">"):
+        element, _, dims = text[len("tensordesc<"):-1].partition("[")
+        try:
+            shape = [int(d) for d in dims.rstrip("]").split(",")]
+        except ValueError:
+            raise ValueError(f"cannot parse tensor descriptor type {text!r}") from None
+        return tensordesc_type(block_type(parse_type(element), shape))
     if text.startswith("<") and text.endswith(">"):
         parts = text[1:-1].split("x")
         dims: list[int] = []

@@ -36,7 +36,7 @@ from .ops import (
     YIELD_PARENTS,
 )
 from .printer import print_op
-from .types import block_type, dtype, int1, int32, int64, type_text
+from .types import block_type, dtype, int1, int32, int64, tensordesc_type, type_text
 
 
 class IRVerificationError(TritonError):
@@ -354,6 +354,65 @@ def _check_atomic_cas(op: Operation) -> None:
     _expect_type("the result", op.results[0].type, data)
 
 
+def _check_descriptor_part(op: Operation, extra: int, then: int) -> tensordesc_type:
+    """Checks the descriptor, shape and strides operands of a descriptor op whose
+    operand list is `(desc, shape.., strides.., <extra operands>, <then operands>)`;
+    returns the descriptor type."""
+    desc = op.operands[0].type
+    if not isinstance(desc, tensordesc_type):
+        _fail(f"the first operand must be a tensor descriptor, got {_t(desc)}")
+    rank = desc.rank
+    if len(op.operands) != 1 + 2 * rank + extra + then:
+        _fail(f"a rank-{rank} descriptor takes {1 + 2 * rank + extra + then} operands here, got {len(op.operands)}")
+    _expect_types("the shape", _types(op.operands[1:1 + rank]), [int32] * rank)
+    _expect_types("the strides", _types(op.operands[1 + rank:1 + 2 * rank]), [int64] * rank)
+    return desc
+
+
+def _check_make_tensor_descriptor(op: Operation) -> None:
+    desc = op.results[0].type
+    if not isinstance(desc, tensordesc_type):
+        _fail(f"the result must be a tensor descriptor, got {_t(desc)}")
+    rank = desc.rank
+    if len(op.operands) != 1 + 2 * rank:
+        _fail(f"a rank-{rank} descriptor is made of {1 + 2 * rank} operands, got {len(op.operands)}")
+    _expect_type("the base", op.operands[0].type, desc.base_ty)
+    _expect_types("the shape", _types(op.operands[1:1 + rank]), [int32] * rank)
+    _expect_types("the strides", _types(op.operands[1 + rank:]), [int64] * rank)
+
+
+def _check_descriptor_access(op: Operation) -> None:
+    """descriptor_load (nan flag, offsets), _store and _atomic (value, offsets)."""
+    probe = op.operands[0].type
+    rank = probe.rank if isinstance(probe, tensordesc_type) else 0
+    desc = _check_descriptor_part(op, 1, rank)
+    value = op.operands[1 + 2 * rank]
+    if op.name == "descriptor_load":
+        _expect_type("the NaN-padding flag", value.type, int1)
+        _expect_shaped("the result", op.results[0].type, desc.block)
+    else:
+        _expect_shaped("the value", value.type, desc.block)
+    _expect_types("the offsets", _types(op.operands[2 + 2 * rank:]), [int32] * rank)
+
+
+def _check_descriptor_rows(op: Operation) -> None:
+    """descriptor_gather (nan flag) and _scatter (value): rows `x_offsets` from
+    column `y_offset` of a 2-D descriptor whose block is one row."""
+    desc = _check_descriptor_part(op, 1, 2)
+    if desc.rank != 2 or desc.block.shape[0] != 1:
+        _fail(f"gather and scatter take a 2-D descriptor of one-row blocks, got {_t(desc)}")
+    x_offsets, y_offset = op.operands[6], op.operands[7]
+    if not x_offsets.type.is_block() or len(x_offsets.type.shape) != 1 or x_offsets.type.scalar != int32:
+        _fail(f"the row offsets must be a 1-D block of i32, got {_t(x_offsets.type)}")
+    _expect_type("the column offset", y_offset.type, int32)
+    rows = block_type(desc.element_ty, (x_offsets.type.shape[0], desc.block.shape[1]))
+    if op.name == "descriptor_gather":
+        _expect_type("the NaN-padding flag", op.operands[5].type, int1)
+        _expect_shaped("the result", op.results[0].type, rows)
+    else:
+        _expect_shaped("the value", op.operands[5].type, rows)
+
+
 def _yield_types(region: Region) -> list[dtype]:
     return _types(region.ops[-1].operands)
 
@@ -525,6 +584,12 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "store": _check_store,
     "atomic_rmw": _check_atomic_rmw,
     "atomic_cas": _check_atomic_cas,
+    "make_tensor_descriptor": _check_make_tensor_descriptor,
+    "descriptor_load": _check_descriptor_access,
+    "descriptor_store": _check_descriptor_access,
+    "descriptor_atomic": _check_descriptor_access,
+    "descriptor_gather": _check_descriptor_rows,
+    "descriptor_scatter": _check_descriptor_rows,
     "reduce": _check_reduce_scan,
     "scan": _check_reduce_scan,
     "dot": _check_dot,

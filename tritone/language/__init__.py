@@ -91,6 +91,16 @@ from .core import (
     void,
     where,
 )
+from .descriptor import (
+    _experimental_descriptor_load,  # noqa: F401 (Triton 3.2's spellings, kept out of __all__ as Triton does)
+    _experimental_descriptor_store,  # noqa: F401
+    _experimental_make_tensor_descriptor,  # noqa: F401
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+    tensor_descriptor_type,
+)
 from .math import (
     abs,
     ceil,
@@ -157,12 +167,14 @@ __all__ = [
     "flip", "float16", "float32", "float64", "float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16",
     "floor", "fma", "full", "gather", "get_int_dtype", "histogram", "inline_asm_elementwise", "int1",
     "int16", "int32", "int64", "int8",
-    "interleave", "join", "load", "log", "log2", "make_block_ptr", "map_elementwise", "math", "max", "max_constancy",
+    "interleave", "join", "load", "load_tensor_descriptor", "log", "log2", "make_block_ptr",
+    "make_tensor_descriptor", "map_elementwise", "math", "max", "max_constancy",
     "max_contiguous", "maximum", "min", "minimum", "mul", "multiple_of", "num_programs", "pair_uniform_to_normal",
     "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "PropagateNan", "rand", "rand4x",
     "randint", "randint4x", "randn", "randn4x", "random", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
     "semantic", "sigmoid", "sin", "slice", "softmax", "sort", "split", "sqrt", "sqrt_rn", "standard", "static_assert",
-    "static_print", "static_range", "store", "sub", "sum", "swizzle2d", "target_info", "tensor", "topk", "trans",
+    "static_print", "static_range", "store", "store_tensor_descriptor", "sub", "sum", "swizzle2d", "target_info",
+    "tensor", "tensor_descriptor", "tensor_descriptor_type", "topk", "trans",
     "TRITON_MAX_TENSOR_NUMEL", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float",
     "umulhi", "_unwrap_if_constexpr", "view", "void", "where", "xor_sum", "zeros", "zeros_like"
 ]

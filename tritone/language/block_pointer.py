@@ -60,6 +60,14 @@ class block_pointer_type:
         """The types of the tensors a block pointer is made of, in `block_pointer.leaves()` order."""
         return [self.base_ty] + [tl.int64] * (3 * self.rank)
 
+    @property
+    def key(self) -> str:
+        """Its text in specialisation keys."""
+        return f"block_ptr:{self.base_ty}:{self.block_shape}:{self.order}"
+
+    def rebuild(self, leaves: Sequence[tensor]) -> "block_pointer":
+        return block_pointer.from_leaves(self, leaves)
+
     def __str__(self) -> str:
         return f"pointer<{self.block}>"
 

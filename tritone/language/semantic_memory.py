@@ -3,7 +3,7 @@
 A mixin of `Semantic` (semantic.py). Pointers to `i1` are never accessed:
 loads and stores go through an `i8` pointer instead (`!= 0` after a load).
 Accesses through block pointers are lowered by `block_pointer.py` to the
-ordinary ones here.
+ordinary ones here; tensor descriptors are `descriptor.py`'s.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from ..ir.types import pointer_type
 from . import core as tl
 from .block_pointer import BlockPointerSemantic, block_pointer
 from .core import dtype_name, tensor
+from .descriptor import TensorDescriptorSemantic
 
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
@@ -29,7 +30,7 @@ def _check_choice(value: str | None, allowed: tuple, what: str) -> str:
     return value
 
 
-class MemorySemantic(BlockPointerSemantic):
+class MemorySemantic(BlockPointerSemantic, TensorDescriptorSemantic):
     """Memory ops of `Semantic`."""
 
     def _byte_pointer(self, ptr: tensor) -> tensor:

@@ -163,6 +163,22 @@ class TensorWrapper:
     def element_size(self) -> int:
         return self.base.element_size()
 
+    # Copies and new tensors keep the reinterpretation, as Triton's wrappers do.
+    def cpu(self) -> TensorWrapper:
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def to(self, device) -> TensorWrapper:
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def clone(self) -> TensorWrapper:
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def new_empty(self, sizes) -> TensorWrapper:
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
+
+    def copy_(self, other) -> None:
+        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
+
     def __str__(self) -> str:
         return f"TensorWrapper[{self.dtype}]({self.base})"
 
@@ -201,6 +217,8 @@ def _upstream_answer(value: Any, type_name: Any, attribute: Any,
                  for item, (item_type, item_attribute) in zip(value, type_name.items)]
         make = tuple if type_name.kind is tuple else type_name.kind._make
         return make(pair[0] for pair in pairs), make(pair[1] for pair in pairs)
+    if isinstance(type_name, str) and type_name.startswith("tensordesc<"):
+        return type_name, None  # Triton specialises descriptors on their type alone
     if type_name == CONSTEXPR:
         if isinstance(value, JITFunction):
             return CONSTEXPR, value.cache_key

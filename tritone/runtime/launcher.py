@@ -32,7 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..compiler.compiler import descriptor_leaf_types, is_descriptor_type
 from ..errors import OutOfResources, TritonError
+from ..tools.tensor_descriptor import TensorDescriptor
 from .cuda_driver import (
     CudaDriver,
     CudaError,
@@ -84,6 +86,9 @@ class Parameter:
     name: str
     type: Any
     path: tuple[int, ...] = ()
+    in_descriptor: bool = False
+    """Whether this is a part of a host tensor descriptor: the last index of
+    `path` is then the part's in `TensorDescriptor.kernel_arguments()`."""
 
     @property
     def is_constexpr(self) -> bool:
@@ -91,19 +96,28 @@ class Parameter:
 
     @property
     def is_pointer(self) -> bool:
-        return isinstance(self.type, str) and self.type.startswith("*")
+        # A host descriptor itself is passed as its tensor's address.
+        return isinstance(self.type, str) and (self.type.startswith("*") or is_descriptor_type(self.type))
 
     @property
     def label(self) -> str:
-        """How messages name it, and how generated code reads it: `x_ptr`, `t[1][0]`."""
+        """How messages name it, and how generated code reads it: `x_ptr`, `t[1][0]`,
+        `desc.kernel_arguments()[2]` for a part of a descriptor."""
+        if self.in_descriptor:
+            owner = self.name + "".join(f"[{index}]" for index in self.path[:-1])
+            return f"{owner}.kernel_arguments()[{self.path[-1]}]"
         return self.name + "".join(f"[{index}]" for index in self.path)
 
     def runtime_leaves(self) -> tuple[Parameter, ...]:
         """The values passed for this parameter, in order: itself, none for a
-        constexpr, the elements that are not constexprs for a tuple (depth first)."""
+        constexpr, the elements that are not constexprs for a tuple (depth first),
+        the parts of a host tensor descriptor (`descriptor_leaf_types`)."""
         if isinstance(self.type, tuple):
             return tuple(leaf for index, item in enumerate(self.type)
                          for leaf in Parameter(self.num, self.name, item, (*self.path, index)).runtime_leaves())
+        if is_descriptor_type(self.type) and not self.in_descriptor:
+            return tuple(Parameter(self.num, self.name, part_type, (*self.path, part), in_descriptor=True)
+                         for part, part_type in enumerate(descriptor_leaf_types(self.type)))
         return () if self.is_constexpr else (self,)
 
 
@@ -112,6 +126,8 @@ def element_at(kernel: str, name: str, path: Sequence[int], value: Any) -> Any:
     the argument when it does not have the tuple structure the kernel was
     compiled for."""
     for depth, index in enumerate(path):
+        if isinstance(value, TensorDescriptor):
+            value = value.kernel_arguments()
         if not isinstance(value, tuple) or index >= len(value):
             where = name + "".join(f"[{i}]" for i in path[:depth])
             raise TypeError(f"kernel {kernel}: argument {where} must be a tuple of at least {index + 1} "

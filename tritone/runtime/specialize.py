@@ -15,6 +15,7 @@ attribute as Triton does (TRITON_CONTRACT section 2, TRITON_SEMANTICS 11):
 | tensor / array | `*dtype` (`*k...` for const params) | "D" when the address is 16-byte aligned |
 | `@jit` function, `tl.constexpr` | constexpr | |
 | tuple / namedtuple | `TupleSpecialization` | (per element) |
+| `TensorDescriptor` | `tensordesc<fp16[64, 64]>` (dtype, block shape) | "D" when its shape's dims divide by 16 |
 
 The attribute is `"D"`, `""` (looked at, not divisible) or None (not looked
 at: do_not_specialize, or a type that is never specialised). A tuple argument
@@ -39,6 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..language.core import constexpr
+from ..tools.tensor_descriptor import TensorDescriptor
 from .jit import _CANONICAL_TYPE_NAMES, JITFunction
 
 CONSTEXPR = "constexpr"
@@ -194,6 +196,12 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         return type_name, DIVISIBLE if align and data_address(value) % 16 == 0 else ""
     if isinstance(value, tuple):
         return _specialize_tuple(value, is_const, specialize, align), None
+    if isinstance(value, TensorDescriptor):
+        # The shape's divisibility is tritone's addition (Triton specialises descriptors on their type
+        # alone): where TMA is not used, it lets the bounds checks of whole vectors be one.
+        if not specialize or not align:
+            return value.signature_type(), None
+        return value.signature_type(), DIVISIBLE if all(dim % 16 == 0 for dim in value.shape) else ""
     raise TypeError(_unsupported_argument(value))
 
 
@@ -201,7 +209,8 @@ def _unsupported_argument(value: Any) -> str:
     """Why `value` cannot be a kernel argument, and what can."""
     kind = type(value).__qualname__
     message = (f"failed to specialize argument of type {kind}. Kernel arguments are tensors (torch tensors, numpy "
-               f"arrays, objects with data_ptr()), ints, floats, bools, None, tl.constexpr values and tuples of these")
+               f"arrays, objects with data_ptr()), ints, floats, bools, None, tl.constexpr values, TensorDescriptors "
+               f"and tuples of these")
     if isinstance(value, (list, range)):
         message += f". A {kind} is not converted: put the values in a tensor, e.g. torch.tensor(values, device='cuda')"
     return message

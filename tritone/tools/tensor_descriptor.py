@@ -2,9 +2,10 @@
 read and write by blocks (`desc.load([i, j])`), which Triton passes to the GPU
 as a TMA descriptor.
 
-tritone checks and keeps the description; kernels cannot take one as an
-argument yet (device-side tensor descriptors are a later step): a launch with
-one is refused with a TypeError naming the parameter.
+A kernel argument of this type is specialised on its element type and block
+shape (`tensordesc<fp16[64, 64]>`, as Triton's signatures write it); its base,
+shape, strides and padding are run-time values, passed as the parts
+`kernel_arguments` lists (the kernel sees a `tl.tensor_descriptor`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,18 @@ class TensorDescriptor:
             raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}")
         if self.padding == "nan" and not _is_floating(self.base):
             raise ValueError("padding='nan' needs a floating-point tensor")
+
+    def signature_type(self) -> str:
+        """The kernel signature type of this descriptor: `tensordesc<fp16[64, 64]>`."""
+        from ..runtime.specialize import element_type_name
+
+        return f"tensordesc<{element_type_name(self.base.dtype)}[{', '.join(map(str, self.block_shape))}]>"
+
+    def kernel_arguments(self) -> tuple:
+        """What a kernel receives for this descriptor, in the order of
+        `tensordesc_type.argument_types`: the base tensor, the shape, the strides
+        and whether out-of-bounds elements read as NaN."""
+        return (self.base, *self.shape, *self.strides, self.padding == "nan")
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], padding: str = "zero") -> TensorDescriptor:

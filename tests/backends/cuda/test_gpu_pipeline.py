@@ -18,7 +18,7 @@ from tritone.passes import FRONTEND_PASSES, pass_name
 from tritone.runtime import gpu_compile
 from tritone.runtime.nvrtc import CompileResult
 
-GPU_PASS_NAMES = ["layout_pass", "dot_operands", "pipeline", "smem"]
+GPU_PASS_NAMES = ["lower_descriptors", "layout_pass", "dot_operands", "pipeline", "smem"]
 HEADER = "// -----// IR Dump After "
 
 

@@ -1,0 +1,178 @@
+"""Tensor descriptors on the CUDA backend: kernels with device-made and host
+descriptors compile with NVRTC for Turing, Ampere and Hopper (no GPU needed)
+as the pointer code of `passes/lower_descriptors.py`, with the parameters the
+launcher writes; on a GPU (`gpu` marker) they agree with torch. The GPU
+checks also run in the interpreter here, so their own logic is tested
+everywhere."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.compiler import ASTSource
+from tritone.runtime.launcher import LaunchSpec, _allocate_storage
+from tritone.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def device_kernel(X, Y, Z, W, Index, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    source = tl.make_tensor_descriptor(X, [M, N], [N, 1], [BM, BN], padding_option="nan")
+    target = tl.make_tensor_descriptor(Y, [M, N], [N, 1], [BM, BN])
+    rows = tl.make_tensor_descriptor(Z, [M, N], [N, 1], [1, BN])
+    sums = tl.make_tensor_descriptor(W, [M, N], [N, 1], [BM, BN])
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    block = source.load([m, n])
+    target.store([m, n], block * 2)
+    sums.atomic_add([m, n], block)
+    if tl.program_id(0) == 0:  # one program per column block: no two programs write the same rows
+        index = tl.load(Index + tl.arange(0, BM))
+        rows.scatter(rows.gather(index, n) + 1, index, n)
+
+
+@triton.jit
+def host_kernel(a_desc, b_desc, c_desc):
+    K = a_desc.shape[1]
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    BN: tl.constexpr = b_desc.block_shape[1]
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([m, k]), b_desc.load([k, n]), acc)
+    c_desc.store([m, n], acc.to(c_desc.dtype))
+
+
+_DEVICE_SIGNATURE = {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "W": "*fp32", "Index": "*i32", "M": "i32",
+                     "N": "i32"}
+_DIVISIBLE = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]], (6,): [["tt.divisibility", 16]]}
+_HOST_SIGNATURE = {"a_desc": "tensordesc<fp16[32, 16]>", "b_desc": "tensordesc<fp16[16, 32]>",
+                   "c_desc": "tensordesc<fp16[32, 32]>"}
+
+
+@pytest.mark.parametrize("arch", [75, 80, 90])
+def test_device_descriptors_compile_to_vectorized_pointer_code(arch):
+    kernel = triton.compile(ASTSource(device_kernel, _DEVICE_SIGNATURE, {"BM": 16, "BN": 64}, _DIVISIBLE),
+                            target=GPUTarget("cuda", arch, 32))
+    assert kernel.asm["cubin"][:4] == b"\x7fELF"
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"ld\.global(\.\w+)*\.v4", ptx), "the N-divisible rows load as 16-byte vectors"
+    assert re.search(r"atom\.global(\.\w+)*\.add\.f32", ptx)
+    assert "cp.async.bulk.tensor" not in ptx  # pointer code, not TMA
+    assert "descriptor_load(" in kernel.asm["ttir"]  # the target-neutral IR keeps the descriptor ops
+
+
+@triton.jit
+def atomics_kernel(A, B, C, D, E, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    a = tl.make_tensor_descriptor(A, [M, N], [N, 1], [BM, BN])
+    b = tl.make_tensor_descriptor(B, [M, N], [N, 1], [BM, BN])
+    c = tl.make_tensor_descriptor(C, [M, N], [N, 1], [BM, BN])
+    d = tl.make_tensor_descriptor(D, [M, N], [N, 1], [BM, BN])
+    e = tl.make_tensor_descriptor(E, [M, N], [N, 1], [BM, BN])
+    a.atomic_add([0, 0], a.load([0, 0]))
+    b.atomic_min([0, 0], b.load([0, 0]))
+    b.atomic_max([0, 0], b.load([0, 0]))
+    c.atomic_xor([0, 0], c.load([0, 0]))
+    c.atomic_and([0, 0], c.load([0, 0]))
+    c.atomic_or([0, 0], c.load([0, 0]))
+    d.atomic_add([0, 0], d.load([0, 0]))
+    e.atomic_add([0, 0], e.load([0, 0]))
+
+
+@pytest.mark.parametrize("arch, bf16_add", [(80, "atom.relaxed.gpu.global.cas.b32"),
+                                            (90, "atom.global.gpu.relaxed.add.noftz.bf16")])
+def test_descriptor_atomics_are_relaxed_atomics_of_their_dtype(arch, bf16_add):
+    signature = {"A": "*u64", "B": "*i64", "C": "*u32", "D": "*bf16", "E": "*fp16", "M": "i32", "N": "i32"}
+    kernel = triton.compile(ASTSource(atomics_kernel, signature, {"BM": 8, "BN": 16}),
+                            target=GPUTarget("cuda", arch, 32))
+    atoms = set(re.findall(r"atom\.[\w.]+", kernel.asm["ptx"]))
+    assert {"atom.global.gpu.relaxed.add.u64", "atom.global.gpu.relaxed.min.s64", "atom.global.gpu.relaxed.max.s64",
+            "atom.global.gpu.relaxed.xor.b32", "atom.global.gpu.relaxed.and.b32", "atom.global.gpu.relaxed.or.b32",
+            "atom.global.gpu.relaxed.add.noftz.f16", bf16_add} <= atoms
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_host_descriptor_parameters_are_what_the_launcher_writes(arch):
+    kernel = triton.compile(ASTSource(host_kernel, _HOST_SIGNATURE), target=GPUTarget("cuda", arch, 32))
+    spec = LaunchSpec.from_kernel(kernel)
+    storage, _ = _allocate_storage(spec)
+    assert [p[2] for p in kernel.metadata.params] == [len(bytes(value)) for value in storage]
+    assert [p.type for p in spec.runtime_parameters][:6] == ["tensordesc<fp16[32, 16]>", "i32", "i32", "i64", "i64",
+                                                            "u1"]
+
+
+def test_host_descriptors_of_shapes_divisible_by_16_load_vectors():
+    divisible = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
+    kernel = triton.compile(ASTSource(host_kernel, _HOST_SIGNATURE, attrs=divisible),
+                            target=GPUTarget("cuda", 80, 32))
+    ptx = kernel.asm["ptx"]
+    # 4 fp16 per thread of a 32x16 block over 128 threads: 8-byte loads, 16-byte stores of 32x32
+    assert re.search(r"ld\.global(\.\w+)*\.v2\.b32", ptx) and re.search(r"st\.global(\.\w+)*\.v4", ptx)
+    assert not re.search(r"ld\.global(\.\w+)*\.b16", ptx)
+
+
+# -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
+
+def check_device_descriptors(device: str) -> None:
+    m, n, bm, bn = 40, 192, 16, 64
+    x = torch.randn(m, n, device=device)
+    y = torch.randn(m, n, device=device)
+    z = torch.randn(m, n, device=device)
+    w = torch.randn(m, n, device=device)
+    expected_w = w + x
+    index = torch.randperm(m, device=device)[:bm].to(torch.int32)
+    expected_z = z.clone()
+    expected_z[index.long(), :] += 1
+    device_kernel[(-(-m // bm), n // bn)](x, y, z, w, index, m, n, 16, 64)
+    torch.testing.assert_close(y, 2 * x)
+    torch.testing.assert_close(w, expected_w)
+    torch.testing.assert_close(z, expected_z)
+
+
+def check_host_descriptors(device: str) -> None:
+    a = torch.randn(96, 48, dtype=torch.float16, device=device)
+    b = torch.randn(48, 64, dtype=torch.float16, device=device)
+    c = torch.full((96, 64), float("nan"), dtype=torch.float16, device=device)
+    host_kernel[(3, 2)](TensorDescriptor.from_tensor(a, [32, 16]), TensorDescriptor.from_tensor(b, [16, 32]),
+                        TensorDescriptor.from_tensor(c, [32, 32]))
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@triton.jit
+def padding_kernel(desc, out, BM: tl.constexpr, BN: tl.constexpr):
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    rows = m + tl.arange(0, BM)[:, None]
+    cols = n + tl.arange(0, BN)[None, :]
+    tl.store(out + rows * (2 * BN) + cols, desc.load([m, n]))
+
+
+def check_padding(device: str) -> None:
+    x = torch.randn(24, 48, device=device)
+    for padding, fill in (("zero", 0.0), ("nan", float("nan"))):
+        out = torch.empty(32, 64, device=device)
+        padding_kernel[(2, 2)](TensorDescriptor(x, [20, 40], [48, 1], [16, 32], padding=padding), out, 16, 32)
+        expected = torch.full((32, 64), fill, device=device)
+        expected[:20, :40] = x[:20, :40]
+        torch.testing.assert_close(out, expected, equal_nan=True)
+
+
+CHECKS = [check_device_descriptors, check_host_descriptors, check_padding]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("check", CHECKS)
+def test_on_the_gpu(check, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    check("cuda")
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_the_gpu_checks_in_the_interpreter(check, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    check("cpu")
