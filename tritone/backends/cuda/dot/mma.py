@@ -101,10 +101,7 @@ class MmaDot(DotImplementation):
         """The instruction for this op on `target`, or None when unsupported."""
 
     def supports(self, op: Operation, target: int) -> bool:
-        a, b, acc = op.operands
-        shape = tuple(acc.type.shape)
-        if shape[-2] < 16 or shape[-1] < 8:
-            return False
+        a = op.operands[0]
         instr = self.instruction(op, target)
         if instr is None:
             return False
@@ -285,9 +282,23 @@ class _OperandSource:
 
     def _coords(self, batch: tuple[int, ...], mn: int, k: int) -> tuple[int, ...]:
         coords = list(batch) + [0, 0]
-        coords[self.mn_dim] = mn
+        coords[self.mn_dim] = mn % self.value.type.shape[self.mn_dim]
         coords[self.k_dim] = k
         return tuple(coords)
+
+    def _wrapped(self, lane_mn: ThreadPart) -> ThreadPart:
+        """`lane_mn` (lane bits 0-7) modulo an M (N) smaller than 8: lanes past the
+        block read its rows again, as the result's layout replicates them."""
+        size = self.value.type.shape[self.mn_dim]
+        if size >= 8:
+            return lane_mn
+        if size == 1:
+            return ThreadPart("0", 0)
+        return ThreadPart(f"({lane_mn.expr} & {size - 1})", size - 1)
+
+    def _mn_basis(self, mn: int) -> int:
+        """A lane basis along M (N) modulo the block: past a smaller block it wraps to 0."""
+        return mn if mn < self.value.type.shape[self.mn_dim] else 0
 
     def _packed_from_registers(self, batch: tuple[int, ...], mn: int, k: int) -> str:
         name = self.em.name(self.value)
@@ -302,7 +313,7 @@ class _OperandSource:
 
     def _packed_from_elements(self, batch: tuple[int, ...], mn: int, k: int) -> str:
         em = self.em
-        lane_mn = ThreadPart("(tt_lane >> 2)", 7)
+        lane_mn = self._wrapped(ThreadPart("(tt_lane >> 2)", 7))
         lane_k = ThreadPart(f"((tt_lane & 3) * {self.kw})" if self.kw > 1 else "(tt_lane & 3)", 3 * self.kw)
         thread = self._thread_parts(lane_mn, lane_k)
         bits = self.ty.primitive_bitwidth
@@ -339,7 +350,7 @@ class _OperandSource:
         else:
             q = [(0, kb), (0, 0)]
         lane_bases = rows + q
-        lane_mn = [b[0] for b in lane_bases]
+        lane_mn = [self._mn_basis(b[0]) for b in lane_bases]
         lane_k = [b[1] for b in lane_bases]
         thread = self._thread_parts(ThreadPart(bits_expr(lane_mn, "tt_lane"), possible_bits(lane_mn)),
                                     ThreadPart(bits_expr(lane_k, "tt_lane"), possible_bits(lane_k)))
