@@ -35,6 +35,7 @@ from .values import (
     Slot,
     TensorSlot,
     TupleSlot,
+    constexpr_named,
     has_tensor,
     leaves,
     make_tuple,
@@ -292,7 +293,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except NotConstexprError as error:
             raise self.not_constexpr_error(node, error) from error
         except Exception as error:  # noqa: BLE001 - every user-facing failure becomes a CompilationError
-            raise self.error(node, str(error) or type(error).__name__) from error
+            raise self.error(node, str(error) or type(error).__name__,
+                             hint=getattr(error, "tritone_hint", None)) from error
         finally:
             self.builder.loc = saved
 
@@ -332,7 +334,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
                 # callee's constexpr parameter given a tensor, the name holds the tensor.
                 self.scope[name] = self.assigned_value(value)
                 return
-            self.scope[name] = value if isinstance(value, (constexpr, tl_tuple)) else constexpr(value)
+            self.scope[name] = value if isinstance(value, constexpr) else constexpr_named(value)
             return
         self.assign(node.target, self.assigned_value(self.visit(node.value)))
 
@@ -557,6 +559,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         if isinstance(node.op, ast.Not):
             if isinstance(operand, tensor):
                 return self.language_call("logical_not", operand)
+            if isinstance(operand, tl_tuple):
+                # As Triton: a tuple has no truth value in kernel code (it may hold tensors).
+                raise self.error(node, "`not` of a tuple is not supported: a tuple has no truth value in kernel code")
             return constexpr(not unwrap(operand))
         method = _UNARY_METHODS[type(node.op)]
         if isinstance(operand, tensor):
@@ -641,14 +646,21 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
     if unknown:
         raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r}")
+    not_specialized = {param.name for param in getattr(fn, "params", ()) if param.do_not_specialize}
     scope: dict[str, Any] = {}
     arg_paths: list[tuple] = []
     arg_types: list[dtype] = []
     for name in fn.arg_names:
         if name in constexprs:
+            if name in not_specialized:
+                # Triton's words: a constexpr is its value, so it cannot be left unspecialised
+                raise CompilationError(fn.src, _parameter_node(fn, name),
+                                       f"{name} marked as constexpr and listed in do_not_specialize",
+                                       filename=fn.file_name, function=fn.__name__,
+                                       line_offset=fn.starting_line_number - 1)
             if name in signature:
                 raise TypeError(f"kernel {fn.__name__}: parameter {name} is both typed and a constexpr")
-            scope[name] = wrap(constexprs[name])
+            scope[name] = constexpr_named(constexprs[name])
         elif name in signature:
             for path, leaf in _typed_leaves(signature[name], (name,)):
                 arg_paths.append(path)
@@ -675,6 +687,13 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
             scope[name] = _argument_value(signature[name], arguments)
     FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
     return module
+
+
+def _parameter_node(fn: Any, name: str) -> ast.AST | None:
+    """The `def`'s AST node of parameter `name` of the @jit function `fn` (for errors)."""
+    definition = ast.parse(fn.src).body[0]
+    params = definition.args.posonlyargs + definition.args.args + definition.args.kwonlyargs
+    return next((param for param in params if param.arg == name), definition)
 
 
 def fp8_type_check(supported: tuple[str, ...]) -> Callable[[dtype], None]:

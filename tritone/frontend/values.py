@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 from ..ir.core import Value
 from ..ir.types import dtype
 from ..language.block_pointer import block_pointer, block_pointer_type
-from ..language.core import constexpr, tensor, tuple_type
+from ..language.core import constexpr, constexpr_type, tensor, tuple_type
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 
@@ -89,6 +89,18 @@ def wrap(value: Any) -> Any:
             # fields, as a namedtuple argument is, so that calls can take it apart.
             return make_tuple(items, type(value)._fields)
     return constexpr(value)
+
+
+def constexpr_named(value: Any) -> Any:
+    """A value bound to a constexpr name (a kernel's constexpr parameter, `x:
+    tl.constexpr = ...`) as kernel code sees it: `wrap(value)`; a tuple holding
+    no tensors (or fields) stays a tl.tuple whose `type` is the constexpr type of
+    the Python tuple, as Triton's constexpr-wrapped tuple answers
+    (`x.type == constexpr_type((5, 6, 7))`)."""
+    value = wrap(value)
+    if isinstance(value, tl_tuple) and value.type is None and not has_tensor(value):
+        return tl_tuple(value.values, constexpr_type(to_python(value)))
+    return value
 
 
 def to_python(value: Any) -> Any:

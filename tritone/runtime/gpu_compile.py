@@ -141,6 +141,14 @@ def _cuda_generator() -> Generator:
 _DEFAULT: Any = object()
 
 
+def _arch_suffix(toolchain: Toolchain) -> str:
+    """`a` for a cubin of compute capability 9.0 or later (`sm_90a`, `sm_100a`), as
+    Triton compiles them: it is for this exact device anyway, and the
+    architecture-specific instructions are available. PTX left for the driver
+    to JIT (an older NVRTC, a forced target) stays portable."""
+    return "a" if toolchain.arch >= 90 and not toolchain.ptx_only else ""
+
+
 def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Module], target: GPUTarget,
                    options: KernelOptions, *, toolchain: Toolchain | None = None,
                    cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
@@ -184,7 +192,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
                                             options=nvrtc_options(options, generated, line_info=line_info),
-                                            arch_suffix=generated.get("arch_suffix", ""))
+                                            arch_suffix=generated.get("arch_suffix", _arch_suffix(toolchain)))
     except NVRTCError as error:
         where = _keep_failed_source(cache, key, name, source)
         raise NVRTCCompileError(
