@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type, type_text
+from ..language.aggregate import is_aggregate
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
@@ -196,7 +197,7 @@ def _as_argument(value: Any) -> Any:
     tuples are converted element by element, everything else becomes a constexpr."""
     if isinstance(value, tl_tuple):
         return tuple_like(value, [_as_argument(v) for v in value.values])
-    if isinstance(value, constexpr) or has_tensor(value):
+    if isinstance(value, constexpr) or has_tensor(value) or is_aggregate(value):
         return value
     return constexpr(value)
 
@@ -495,7 +496,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except AttributeError as error:
             public = [name for name in dir(base) if not name.startswith("_")]
             raise AttributeError(f"{error}{hints.did_you_mean(attr, public)}") from None
-        if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
+        if (isinstance(base, (tensor, tl_tuple)) or is_aggregate(base)) and is_jit_function(value):
             return BoundJitMethod(base, value)
         if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(type(value), "_fields")):
             return wrap(value)
@@ -508,6 +509,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         index = self.visit(node.slice)
         if isinstance(base, tensor):
             return base.__getitem__(index, _semantic=self.semantic)
+        if is_aggregate(base):
+            # the class's __getitem__: a @jit method, or a plain one (given `_semantic` if it takes it)
+            return self.call(node, self.attribute(base, "__getitem__"), [index], {})
         if has_tensor(index):
             raise self.error(node.slice, "tuples can only be indexed by compile-time constants")
         if isinstance(base, tl_tuple):

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Sequence
 
 from ..ir.core import Value
 from ..ir.types import dtype
+from ..language.aggregate import aggregate_fields, is_aggregate
 from ..language.block_pointer import block_pointer, block_pointer_type
 from ..language.core import constexpr, constexpr_type, tensor, tuple_type
 from ..language.core import slice as tl_slice
@@ -62,7 +63,29 @@ class BlockPointerSlot:
         return f"block_ptr:{self.type.base_ty}:{self.type.block_shape}:{self.type.order}"
 
 
-Slot = TensorSlot | ConstSlot | TupleSlot | BlockPointerSlot
+@dataclass(frozen=True)
+class AggregateSlot:
+    """An aggregate (`tl.core._aggregate`) of class `cls`: one slot per field."""
+
+    cls: type
+    items: tuple
+
+    @property
+    def key(self) -> str:
+        """Its text in specialisation keys (the class, by identity, and its fields)."""
+        fields = ",".join(_slot_key(item) for item in self.items)
+        return f"aggregate:{self.cls.__module__}.{self.cls.__qualname__}@{id(self.cls):x}<{fields}>"
+
+
+Slot = TensorSlot | ConstSlot | TupleSlot | BlockPointerSlot | AggregateSlot
+
+
+def _slot_key(slot: Slot) -> str:
+    if isinstance(slot, TensorSlot):
+        return str(slot.type)
+    if isinstance(slot, TupleSlot):
+        return "(" + ",".join(_slot_key(item) for item in slot.items) + ")"
+    return slot.key
 
 
 def is_tensor(value: Any) -> bool:
@@ -78,7 +101,7 @@ def wrap(value: Any) -> Any:
     """Give a compile-time Python result the form kernel code sees: tensors and
     tl.tuples stay, Python tuples/lists (and namedtuples holding tensors)
     become tl.tuples, the rest constexprs."""
-    if isinstance(value, (tensor, constexpr, tl_tuple, block_pointer)):
+    if isinstance(value, (tensor, constexpr, tl_tuple, block_pointer)) or is_aggregate(value):
         return value
     if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
         return tl_tuple([wrap(v) for v in value])
@@ -121,6 +144,8 @@ def has_tensor(value: Any) -> bool:
         return any(has_tensor(v) for v in value.values)
     if isinstance(value, tl_slice):
         return any(has_tensor(part) for part in (value.start, value.stop, value.step))
+    if is_aggregate(value):
+        return any(has_tensor(getattr(value, name)) for name in aggregate_fields(value))
     return False
 
 
@@ -131,6 +156,8 @@ def slot_of(value: Any) -> Slot:
         return TupleSlot(tuple(slot_of(v) for v in value.values), tuple_fields(value))
     if isinstance(value, block_pointer):
         return BlockPointerSlot(value.type)
+    if is_aggregate(value):
+        return AggregateSlot(type(value), tuple(slot_of(getattr(value, name)) for name in aggregate_fields(value)))
     return ConstSlot(constexpr_key(unwrap(value)), value)
 
 
@@ -142,6 +169,8 @@ def leaves(value: Any) -> list[tensor]:
         return [leaf for v in value.values for leaf in leaves(v)]
     if isinstance(value, block_pointer):
         return value.leaves()
+    if is_aggregate(value):
+        return [leaf for name in aggregate_fields(value) for leaf in leaves(getattr(value, name))]
     return []
 
 
@@ -153,6 +182,8 @@ def slot_types(slot: Slot) -> list[dtype]:
         return [t for item in slot.items for t in slot_types(item)]
     if isinstance(slot, BlockPointerSlot):
         return slot.type.leaf_types()
+    if isinstance(slot, AggregateSlot):
+        return [t for item in slot.items for t in slot_types(item)]
     return []
 
 
@@ -172,6 +203,11 @@ def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
         return make_tuple([_rebuild(item, it) for item in slot.items], slot.fields)
     if isinstance(slot, BlockPointerSlot):
         return block_pointer.from_leaves(slot.type, [tensor(next(it), t) for t in slot.type.leaf_types()])
+    if isinstance(slot, AggregateSlot):
+        instance = slot.cls._get_instance()
+        for name, item in zip(aggregate_fields(slot.cls), slot.items):
+            object.__setattr__(instance, name, _rebuild(item, it))
+        return instance
     return slot.value
 
 
@@ -215,7 +251,29 @@ def same_value(a: Any, b: Any) -> bool:
         return len(a.values) == len(b.values) and all(same_value(x, y) for x, y in zip(a.values, b.values))
     if isinstance(a, block_pointer) and isinstance(b, block_pointer):
         return a.type == b.type and all(same_value(x, y) for x, y in zip(a.leaves(), b.leaves()))
+    if is_aggregate(a) and type(a) is type(b):
+        return all(same_value(getattr(a, name), getattr(b, name)) for name in aggregate_fields(a))
     return False
+
+
+def detached(value: Any) -> Any:
+    """`value` with every aggregate in it copied (the fields themselves shared):
+    a region's code sees its own copy, since a plain method of an aggregate
+    changes its fields in place, and the region's changes must be found by
+    comparing with the value from before it."""
+    if is_aggregate(value):
+        copy = type(value)._get_instance()
+        for name in aggregate_fields(value):
+            object.__setattr__(copy, name, detached(getattr(value, name)))
+        return copy
+    if isinstance(value, tl_tuple) and any(is_aggregate(v) or isinstance(v, tl_tuple) for v in value.values):
+        return tl_tuple([detached(v) for v in value.values], value.type)
+    return value
+
+
+def detached_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """A region's starting scope: `scope` with its aggregates `detached`."""
+    return {name: detached(value) for name, value in scope.items()}
 
 
 def constexpr_key(value: Any) -> str:
@@ -273,6 +331,8 @@ def describe_slot(slot: Slot) -> str:
         return "(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
     if isinstance(slot, BlockPointerSlot):
         return describe_type(slot.type)
+    if isinstance(slot, AggregateSlot):
+        return f"{slot.cls.__qualname__}(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
     if slot.value is None:
         return "void"
     return f"constexpr[{unwrap(slot.value)!r}]"

@@ -19,6 +19,7 @@ import pickle
 import sys
 import textwrap
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, NamedTuple, TypeVar, overload
 
@@ -856,6 +857,10 @@ class ConstexprFunction:
         kwargs = {key: _unwrap_if_constexpr(value) for key, value in kwargs.items()}
         result = self.fn(*args, **kwargs)
         return result if _semantic is None else constexpr(result)
+
+    def __get__(self, instance, owner=None):
+        """As a method (of an aggregate class, `self.square()`), bound to `instance`."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
