@@ -17,6 +17,13 @@ the tile's rows along k are 16-byte chunks, `ldmatrix.trans` when a 16-bit
 tile is contiguous along m (n), element loads otherwise (8-bit and fp32 tiles
 contiguous along m or n). Per k step, a warp loads the fragments of all its
 m tiles and n tiles, then issues the mma of every pair.
+
+A block smaller than one 16x8 tile (M < 16 or N < 8; K stays a multiple of
+the instruction's) still uses the instruction, as Triton does: the layouts
+wrap onto the block (coordinates modulo its shape), so the lanes past it hold
+copies of its rows and columns, and the operand loads wrap the same way
+(those lanes read the block's rows again). Every copy is computed from the
+same operands, so the copies agree, and the result is the block's.
 """
 
 from __future__ import annotations
