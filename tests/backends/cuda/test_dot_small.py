@@ -31,6 +31,8 @@ SMALL = [
     ("i8", "i32", 16, 4, 64, False, False, 4),
     ("fp32", "fp32", 2, 16, 16, False, False, 1),
     ("fp8e4nv", "fp32", 16, 2, 64, True, True, 4),
+    ("fp16", "fp32", 1, 1, 16, False, False, 1),
+    ("bf16", "fp32", 32, 4, 32, False, True, 8),
 ]
 
 
@@ -61,6 +63,8 @@ def _ptx(arch, dtype, acc, m, n, k, trans_a, trans_b, num_warps) -> str:
 
 
 def _random(rng, shape, dtype):
+    if dtype == "bf16":  # bf16 bits: the high halves of random fp32 values
+        return (rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     if dtype == "i8":
         return rng.integers(-128, 128, shape, dtype=np.int8)
     if dtype.startswith("fp8"):
@@ -79,6 +83,8 @@ def _fp8_values(bits: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _as_float(x: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bf16":
+        return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return _fp8_values(x, dtype) if dtype.startswith("fp8") else x.astype(np.float64)
 
 
@@ -153,6 +159,8 @@ def test_small_dot_on_the_gpu(case):
         t = torch.from_numpy(x).cuda()
         if dtype.startswith("fp8"):
             t = t.view(torch.float8_e5m2 if dtype == "fp8e5" else torch.float8_e4m3fn)
+        if dtype == "bf16":
+            t = t.view(torch.bfloat16)
         return t
 
     c = torch.full((m, n), -12345 if acc == "i32" else float("nan"),
