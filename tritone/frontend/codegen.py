@@ -35,12 +35,12 @@ from .scope import GlobalScope, is_jit_function, language_attr
 from .values import (
     Slot,
     TensorSlot,
-    TupleSlot,
     constexpr_named,
     has_tensor,
     leaves,
     make_tuple,
     rebuild,
+    slot_key,
     slot_of,
     slot_types,
     to_python,
@@ -182,7 +182,7 @@ class ModuleContext:
         return name, result
 
     def _mangle(self, jit_fn: Any, slots: tuple, arg_types: list[dtype]) -> str:
-        text = f"{jit_fn.__module__}.{jit_fn.__qualname__}|" + "|".join(_slot_text(s) for s in slots)
+        text = f"{jit_fn.__module__}.{jit_fn.__qualname__}|" + "|".join(slot_key(s) for s in slots)
         digest = hashlib.sha256(text.encode()).hexdigest()[:10]
         types = "_".join(t.mangle() for t in arg_types)
         base = f"{jit_fn.__name__}__{types}__{digest}" if types else f"{jit_fn.__name__}__{digest}"
@@ -200,14 +200,6 @@ def _as_argument(value: Any) -> Any:
     if isinstance(value, constexpr) or has_tensor(value) or is_aggregate(value):
         return value
     return constexpr(value)
-
-
-def _slot_text(slot: Slot) -> str:
-    if isinstance(slot, TensorSlot):
-        return str(slot.type)
-    if isinstance(slot, TupleSlot):
-        return "(" + ",".join(_slot_text(s) for s in slot.items) + ")"
-    return slot.key
 
 
 class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):

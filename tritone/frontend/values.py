@@ -73,18 +73,19 @@ class AggregateSlot:
     @property
     def key(self) -> str:
         """Its text in specialisation keys (the class, by identity, and its fields)."""
-        fields = ",".join(_slot_key(item) for item in self.items)
+        fields = ",".join(slot_key(item) for item in self.items)
         return f"aggregate:{self.cls.__module__}.{self.cls.__qualname__}@{id(self.cls):x}<{fields}>"
 
 
 Slot = TensorSlot | ConstSlot | TupleSlot | BlockPointerSlot | AggregateSlot
 
 
-def _slot_key(slot: Slot) -> str:
+def slot_key(slot: Slot) -> str:
+    """A slot's text in specialisation keys (and names of specialised functions)."""
     if isinstance(slot, TensorSlot):
         return str(slot.type)
     if isinstance(slot, TupleSlot):
-        return "(" + ",".join(_slot_key(item) for item in slot.items) + ")"
+        return "(" + ",".join(slot_key(item) for item in slot.items) + ")"
     return slot.key
 
 
