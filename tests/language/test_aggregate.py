@@ -202,3 +202,25 @@ def test_an_aggregate_keeps_its_fields_only():
     with pytest.raises(AttributeError, match="BoxImpl has no attribute 'other'"):
         box.other = 1
     assert box.value == 3 and type(box).__name__ == "BoxImpl" and Pair.__module__ == __name__
+
+
+def _holder(offset_source: str):
+    namespace = {"tl": tl, "triton": triton}
+    exec(compile(  # noqa: S102 - two classes that differ only in a method's body
+        "@tl.core._aggregate\n"
+        "class Holder:\n"
+        "    value: tl.tensor\n"
+        "    def __init__(self, value):\n"
+        "        self.value = value\n"
+        "    def shifted(self, _semantic=None):\n"
+        f"        return {offset_source}\n", "<holder>", "exec"), namespace)
+    return namespace["Holder"]
+
+
+def test_the_cache_key_holds_the_aggregate_methods():
+    from tritone.language.aggregate import aggregate_key
+
+    assert "def scaled_second" in aggregate_key(Pair) and Pair.total.cache_key in aggregate_key(Pair)
+    assert any(aggregate_key(Pair) in part for part in pair_kernel._dependency_key_parts())
+    first, second = _holder("self.value"), _holder("self.value + 1")
+    assert aggregate_key(first) != aggregate_key(second)

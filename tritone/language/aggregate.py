@@ -26,6 +26,7 @@ branches as it carries a tuple (`frontend/values.py`).
 from __future__ import annotations
 
 import inspect
+import marshal
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -117,16 +118,38 @@ def _aggregate(cls: type) -> type:
         def __repr__(self) -> str:
             return f"{cls.__name__}(" + ", ".join(f"{name}={getattr(self, name, None)!r}" for name in fields) + ")"
 
+    hashed = [user_init] if user_init is not None else []
     for name, member in inspect.getmembers(cls):
         if name == "__init__":
             continue
         if inspect.isfunction(member) or inspect.ismethod(member) or _is_kernel_callable(member):
             setattr(aggregate_value, name, member)
+            hashed.append(member)
+    aggregate_value._hashed_members = tuple(hashed)
     aggregate_value.__name__ = cls.__name__
     aggregate_value.__qualname__ = cls.__qualname__
     aggregate_value.__module__ = cls.__module__
     aggregate_value.__doc__ = cls.__doc__
     return aggregate_value
+
+
+def aggregate_key(cls: type) -> str:
+    """What of an aggregate class a kernel's cache key must hold: the sources of
+    its constructor and methods (a `@jit` method by its own cache key)."""
+    from ..runtime.jit import JITFunction
+
+    parts = [f"{cls.__module__}.{cls.__qualname__}", repr(cls._aggregate_fields)]
+    for member in cls._hashed_members:
+        if isinstance(member, JITFunction):
+            parts.append(member.cache_key)
+            continue
+        fn = getattr(member, "__wrapped__", None) or getattr(member, "__func__", None) or member
+        try:
+            parts.append(inspect.getsource(fn))
+        except (OSError, TypeError):  # no source file (exec'd): its compiled code stands for it
+            code = getattr(fn, "__code__", None)
+            parts.append(marshal.dumps(code).hex() if code is not None else repr(fn))
+    return "\n".join(parts)
 
 
 def _parameters(fn) -> set[str]:

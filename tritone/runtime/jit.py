@@ -574,6 +574,7 @@ class JITFunction(KernelInterface[T]):
         return self._cache_key
 
     def _dependency_key_parts(self) -> list[str]:
+        from ..language.aggregate import aggregate_key
         from ..language.core import constexpr
 
         closure = {}
@@ -603,6 +604,8 @@ class JITFunction(KernelInterface[T]):
                 parts.append(f"{dotted}:{value.cache_key}")
             elif isinstance(value, constexpr):
                 parts.append(f"{dotted}={value.value!r}")
+            elif isinstance(value, type) and getattr(value, "__triton_aggregate__", False):
+                parts.append(f"{dotted}:{aggregate_key(value)}")
         return parts
 
     def check_globals_unchanged(self) -> None:
