@@ -131,7 +131,7 @@ def _case_id(case) -> str:
 
 
 # The emulator has no translation of sm_89+'s cvt.rn.f16x2.e4m3x2: fp8e4nv runs on sm_80 only.
-EMULATED = [(arch, case) for arch in (80, 90) for case in SMALL if arch < 89 or case[0] != "fp8e4nv"]
+EMULATED = [(arch, case) for arch in (75, 80, 90) for case in SMALL if arch < 89 or case[0] != "fp8e4nv"]
 
 
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
