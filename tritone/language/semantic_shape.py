@@ -46,9 +46,9 @@ class ShapeSemantic:
         if length & (length - 1):
             padded = 1 << (length - 1).bit_length()
             raise with_hint(ValueError("arange's range must be a power of 2"), (
-                f"tl.arange({start}, {end}) has {length} elements. Use the next power of 2 and mask the extra "
-                f"lanes: offs = tl.arange({start}, {start + padded}) (in Python, triton.next_power_of_2({length}) "
-                f"== {padded}), then pass mask=offs < {end} to tl.load and tl.store"))
+                f"got {length} (tl.arange({start}, {end})). Use the next power of 2 and mask the extra lanes: "
+                f"offs = tl.arange({start}, {start + padded}) (in Python, triton.next_power_of_2({length}) == "
+                f"{padded}), then pass mask=offs < {end} to tl.load and tl.store"))
         return self.create("arange", [], self.create_block(tl.int32, [length]), start=start, end=end)
 
     def make_scalar(self, value, ty: dtype) -> tensor:
