@@ -45,3 +45,16 @@ def test_loop_unroll_factor_copies_the_body(factor):
 def test_loop_without_factor_has_no_pragma():
     compiled = _compile(plain_atomics, {})
     assert not any(line.startswith("#pragma unroll ") for line in compiled.asm["cuda"].splitlines())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("factor", [1, 3, 8])
+def test_unrolled_loop_runs_every_trip_on_the_gpu(factor):
+    import torch
+
+    n = int(torch.randint(5, 40, (1,)).item())
+    programs = 4
+    dst = torch.full((programs,), 0.5, dtype=torch.float32, device="cuda")
+    unrolled_atomics[(programs,)](dst, n, unroll_factor=factor)
+    expected = torch.tensor([0.5 + sum(i + pid for i in range(n)) for pid in range(programs)])
+    torch.testing.assert_close(dst.cpu(), expected)
