@@ -260,7 +260,7 @@ def test_every_dot_flavour_compiles_for_every_target(cuda_compile):
             for shape in (r"m16n8k16\.row\.col\.f32\.f16", r"m16n8k16\.row\.col\.f16\.f16", r"m16n8k16.*bf16",
                           r"m16n8k8\.row\.col\.f32\.tf32", r"m16n8k32\.row\.col\.s32\.s8"):
                 assert _ptx_count(ptx, shape), f"sm_{arch}: no {shape}"
-            # native fp8 mma.sync on 8.9 and 12.x; Hopper feeds mma.sync fp16, as Triton does below wgmma
+            # native fp8 mma.sync from 8.9 on; on Hopper these 32-row blocks are fp16, as Triton's below wgmma
             native_fp8 = arch >= 89 and arch // 10 != 9
             assert bool(_ptx_count(ptx, r"\.e4m3\.e4m3")) == native_fp8, f"sm_{arch}: fp8 mma"
             assert _ptx_count(ptx, r"ldmatrix.*\.trans"), f"sm_{arch}: transposed operands without ldmatrix.trans"

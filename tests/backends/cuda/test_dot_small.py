@@ -98,9 +98,12 @@ def test_small_dot_ptx_has_mma(arch, case):
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-def test_fp8_dot_on_ada_keeps_the_fp8_instruction():
-    ptx = _ptx(89, "fp8e5", "fp32", 16, 16, 32, False, False, 4)
+@pytest.mark.parametrize("arch, m", [(89, 16), (90, 64), (120, 16)])
+def test_fp8_dots_keep_the_fp8_instruction(arch, m):
+    """On Ada and Blackwell, and on Hopper for blocks of wgmma's 64 rows or more."""
+    ptx = _ptx(arch, "fp8e5", "fp32", m, 16, 32, False, False, 4)
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32" in ptx
+    assert "m16n8k16" not in ptx
 
 
 def _check(c, a, b, dtype, acc):
