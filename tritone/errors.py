@@ -110,6 +110,14 @@ class CompilationError(TritonError):
                                              self.function, self.line_offset, self.callee, self.hint))
 
 
+def with_hint(error: BaseException, hint: str) -> BaseException:
+    """`error` carrying `hint`, which the frontend shows as the `Hint:` line of
+    the CompilationError it becomes; the error's own text stays Triton's (the
+    `__cause__` that upstream's tests compare)."""
+    error.tritone_hint = hint
+    return error
+
+
 def _rebuild_compilation_error(cls: type, src: str | None, node: ast.AST | None, error_message: str | None,
                                filename: str, function: str, line_offset: int,
                                callee: CompilationError | None = None, hint: str | None = None) -> CompilationError:

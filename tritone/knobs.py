@@ -261,6 +261,10 @@ class CompilationKnobs(_Group):
     `@jit` library functions. Off, a compile error shows only the user's kernel lines."""
     allow_non_constexpr_globals = _env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
     """Let kernels read plain (non-constexpr) global values, baked in at compile time."""
+    reproducer_path = _env_str("TRITON_REPRODUCER_PATH")
+    """Prefix of the reproducer written before each CUDA lowering that compiles:
+    `<prefix>.make_cuda.repro.ttir`, the IR the lowering starts from, which
+    `tritone.compile(path, target=...)` compiles again (runtime/gpu_compile.py)."""
     disable_line_info = _env_bool("TRITON_DISABLE_LINE_INFO")
     """Compile GPU code without source line information (no `#line` directives, no
     NVRTC `--generate-line-info`): profilers and error reports then cannot name kernel lines."""

@@ -381,6 +381,7 @@ def test_a_valid_call_of_the_error_kernel_runs():
 
 @pytest.mark.parametrize("arch", [80, 90])
 def test_the_cuda_backend_compiles_it_to_a_16_bit_mma(arch, tmp_path, monkeypatch):
+    """A bf16 tensor-core dot: mma.sync on Ampere, wgmma on Hopper."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     m, n, k = 64, 64, 64
     signature = {"A": "*u8", "A_SCALE": "*u8", "B": "*bf16", "B_SCALE": "constexpr", "ACC": "constexpr",
@@ -390,5 +391,7 @@ def test_the_cuda_backend_compiles_it_to_a_16_bit_mma(arch, tmp_path, monkeypatc
                   "FP8_SCALES": False, "FAST_MATH": False, "TYPED": True}
     signature.update({name: "constexpr" for name in constexprs if name not in signature})
     compiled = triton.compile(ASTSource(scaled_dot_kernel, signature, constexprs), target=GPUTarget("cuda", arch, 32))
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in compiled.asm["ptx"]
+    instruction = ("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" if arch == 90
+                   else "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")
+    assert instruction in compiled.asm["ptx"]
     assert compiled.metadata.shared <= 48 * 1024

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from ..errors import CompilationError, UnsupportedLanguageConstruct
 from ..ir.core import Builder, Function, Location, Module
 from ..ir.types import dtype, parse_type, tensordesc_type, type_text
+from ..language.aggregate import is_aggregate
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
@@ -35,11 +36,12 @@ from .scope import GlobalScope, is_jit_function, language_attr
 from .values import (
     Slot,
     TensorSlot,
-    TupleSlot,
+    constexpr_named,
     has_tensor,
     leaves,
     make_tuple,
     rebuild,
+    slot_key,
     slot_of,
     slot_types,
     to_python,
@@ -181,7 +183,7 @@ class ModuleContext:
         return name, result
 
     def _mangle(self, jit_fn: Any, slots: tuple, arg_types: list[dtype]) -> str:
-        text = f"{jit_fn.__module__}.{jit_fn.__qualname__}|" + "|".join(_slot_text(s) for s in slots)
+        text = f"{jit_fn.__module__}.{jit_fn.__qualname__}|" + "|".join(slot_key(s) for s in slots)
         digest = hashlib.sha256(text.encode()).hexdigest()[:10]
         types = "_".join(t.mangle() for t in arg_types)
         base = f"{jit_fn.__name__}__{types}__{digest}" if types else f"{jit_fn.__name__}__{digest}"
@@ -196,17 +198,9 @@ def _as_argument(value: Any) -> Any:
     tuples are converted element by element, everything else becomes a constexpr."""
     if isinstance(value, tl_tuple):
         return tuple_like(value, [_as_argument(v) for v in value.values])
-    if isinstance(value, constexpr) or has_tensor(value):
+    if isinstance(value, constexpr) or has_tensor(value) or is_aggregate(value):
         return value
     return constexpr(value)
-
-
-def _slot_text(slot: Slot) -> str:
-    if isinstance(slot, TensorSlot):
-        return str(slot.type)
-    if isinstance(slot, TupleSlot):
-        return "(" + ",".join(_slot_text(s) for s in slot.items) + ")"
-    return slot.key
 
 
 class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
@@ -293,7 +287,8 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except NotConstexprError as error:
             raise self.not_constexpr_error(node, error) from error
         except Exception as error:  # noqa: BLE001 - every user-facing failure becomes a CompilationError
-            raise self.error(node, str(error) or type(error).__name__) from error
+            raise self.error(node, str(error) or type(error).__name__,
+                             hint=getattr(error, "tritone_hint", None)) from error
         finally:
             self.builder.loc = saved
 
@@ -333,7 +328,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
                 # callee's constexpr parameter given a tensor, the name holds the tensor.
                 self.scope[name] = self.assigned_value(value)
                 return
-            self.scope[name] = value if isinstance(value, (constexpr, tl_tuple)) else constexpr(value)
+            self.scope[name] = value if isinstance(value, constexpr) else constexpr_named(value)
             return
         self.assign(node.target, self.assigned_value(self.visit(node.value)))
 
@@ -494,7 +489,7 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except AttributeError as error:
             public = [name for name in dir(base) if not name.startswith("_")]
             raise AttributeError(f"{error}{hints.did_you_mean(attr, public)}") from None
-        if isinstance(base, (tensor, tl_tuple)) and is_jit_function(value):
+        if (isinstance(base, (tensor, tl_tuple)) or is_aggregate(base)) and is_jit_function(value):
             return BoundJitMethod(base, value)
         if isinstance(value, list) or (isinstance(value, tuple) and not hasattr(type(value), "_fields")):
             return wrap(value)
@@ -507,6 +502,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         index = self.visit(node.slice)
         if isinstance(base, tensor):
             return base.__getitem__(index, _semantic=self.semantic)
+        if is_aggregate(base):
+            # the class's __getitem__: a @jit method, or a plain one (given `_semantic` if it takes it)
+            return self.call(node, self.attribute(base, "__getitem__"), [index], {})
         if has_tensor(index):
             raise self.error(node.slice, "tuples can only be indexed by compile-time constants")
         if isinstance(base, tl_tuple):
@@ -558,6 +556,9 @@ class FunctionCodegen(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         if isinstance(node.op, ast.Not):
             if isinstance(operand, tensor):
                 return self.language_call("logical_not", operand)
+            if isinstance(operand, tl_tuple):
+                # As Triton: a tuple has no truth value in kernel code (it may hold tensors).
+                raise self.error(node, "`not` of a tuple is not supported: a tuple has no truth value in kernel code")
             return constexpr(not unwrap(operand))
         method = _UNARY_METHODS[type(node.op)]
         if isinstance(operand, tensor):
@@ -642,14 +643,21 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     unknown = [name for name in list(signature) + list(constexprs) if name not in fn.arg_names]
     if unknown:
         raise TypeError(f"kernel {fn.__name__} has no parameter {unknown[0]!r}")
+    not_specialized = {param.name for param in getattr(fn, "params", ()) if param.do_not_specialize}
     scope: dict[str, Any] = {}
     arg_paths: list[tuple] = []
     arg_types: list[dtype] = []
     for name in fn.arg_names:
         if name in constexprs:
+            if name in not_specialized:
+                # Triton's words: a constexpr is its value, so it cannot be left unspecialised
+                raise CompilationError(fn.src, _parameter_node(fn, name),
+                                       f"{name} marked as constexpr and listed in do_not_specialize",
+                                       filename=fn.file_name, function=fn.__name__,
+                                       line_offset=fn.starting_line_number - 1)
             if name in signature:
                 raise TypeError(f"kernel {fn.__name__}: parameter {name} is both typed and a constexpr")
-            scope[name] = wrap(constexprs[name])
+            scope[name] = constexpr_named(constexprs[name])
         elif name in signature:
             for path, leaf in _typed_leaves(signature[name], (name,)):
                 ty = parse_type(leaf) if isinstance(leaf, str) else leaf
@@ -682,6 +690,13 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
             scope[name] = _argument_value(signature[name], arguments)
     FunctionCodegen(ctx, fn, function, scope, is_kernel=True).generate()
     return module
+
+
+def _parameter_node(fn: Any, name: str) -> ast.AST | None:
+    """The `def`'s AST node of parameter `name` of the @jit function `fn` (for errors)."""
+    definition = ast.parse(fn.src).body[0]
+    params = definition.args.posonlyargs + definition.args.args + definition.args.kwonlyargs
+    return next((param for param in params if param.arg == name), definition)
 
 
 def fp8_type_check(supported: tuple[str, ...]) -> Callable[[dtype], None]:

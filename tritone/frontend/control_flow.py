@@ -37,6 +37,7 @@ from .values import (
     describe_slot,
     describe_type,
     describe_value,
+    detached_scope,
     has_tensor,
     leaves,
     rebuild,
@@ -211,7 +212,7 @@ class ControlFlowMixin:
         self._bind(self.scope, names, then_values, op.results)
 
     def _visit_branch(self, stmts: list[ast.stmt], region: Region, live: dict[str, Any]) -> dict[str, Any]:
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         with self._inside(region):
             self.visit_block(stmts)
         return self.scope
@@ -307,7 +308,7 @@ class ControlFlowMixin:
         regions = (Region(), Region())
         results: list[Returned | None] = []
         for stmts, region in ((node.body + rest, regions[0]), (node.orelse + rest, regions[1])):
-            self.scope = dict(live)
+            self.scope = detached_scope(live)
             with self._inside(region):
                 results.append(self.visit_block(stmts, tail))
         self.scope = live
@@ -448,7 +449,7 @@ class ControlFlowMixin:
         live = dict(self.scope)
 
         scratch = Region([iv_type])
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         self.scope[target] = tensor(scratch.args[0], iv_type)
         with self._inside(scratch), self._in_loop():
             self.visit_block(node.body)
@@ -457,7 +458,7 @@ class ControlFlowMixin:
         carried_types = [t for value in initial for t in slot_types(slot_of(value))]
 
         body = Region([iv_type] + carried_types, [target] + _arg_names(names, initial))
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         self._bind(self.scope, names, initial, body.args[1:])
         with self._inside(body):
             iv = body.args[0]
@@ -481,7 +482,7 @@ class ControlFlowMixin:
             raise self.unsupported(node, "`while ... else` is not supported")
         live = dict(self.scope)
         scratch = Region()
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         with self._inside(scratch), self._in_loop():
             self.visit_block(node.body)
         names = self._carried_names(node, live, self.scope, ignore=set())
@@ -489,7 +490,7 @@ class ControlFlowMixin:
         carried_types = [t for value in initial for t in slot_types(slot_of(value))]
 
         before = Region(carried_types, _arg_names(names, initial))
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         self._bind(self.scope, names, initial, before.args)
         with self._inside(before):
             cond = self.visit(node.test)
@@ -508,7 +509,7 @@ class ControlFlowMixin:
             self.builder.create("condition", [cond.handle] + list(before.args))
 
         after = Region(carried_types, _arg_names(names, initial))
-        self.scope = dict(live)
+        self.scope = detached_scope(live)
         self._bind(self.scope, names, initial, after.args)
         with self._inside(after), self._in_loop():
             self.visit_block(node.body)

@@ -3,8 +3,9 @@
 At compile time a variable holds a `tensor` (an IR value), a `constexpr` or
 another compile-time Python object (a dtype, a module, a function...), an
 aggregate (a block pointer, `tl.make_block_ptr`: tensors plus a static block
-shape and order; a tensor descriptor: tensors plus a static block type), or
-a `tl.tuple` of those. Control flow and calls need to move such
+shape and order; a tensor descriptor: tensors plus a static block type), an
+instance of an aggregate class (`tl.core._aggregate`: named fields of any of
+these), or a `tl.tuple` of those. Control flow and calls need to move such
 values across region boundaries: they are split into their tensor leaves
 (which become IR values: `if`/`for` results, call arguments) and a `Slot`
 structure that remembers the types of the leaves and the compile-time parts,
@@ -22,8 +23,9 @@ from typing import Any, Iterator, Sequence
 
 from ..ir.core import Value
 from ..ir.types import dtype
+from ..language.aggregate import aggregate_fields, is_aggregate
 from ..language.block_pointer import block_pointer, block_pointer_type
-from ..language.core import constexpr, tensor, tuple_type
+from ..language.core import constexpr, constexpr_type, tensor, tuple_type
 from ..language.core import slice as tl_slice
 from ..language.core import tuple as tl_tuple
 from ..language.descriptor import tensor_descriptor, tensor_descriptor_type
@@ -69,7 +71,30 @@ class AggregateSlot:
         return self.type.key
 
 
-Slot = TensorSlot | ConstSlot | TupleSlot | AggregateSlot
+@dataclass(frozen=True)
+class ClassSlot:
+    """An instance of an aggregate class (`tl.core._aggregate`) `cls`: one slot per field."""
+
+    cls: type
+    items: tuple
+
+    @property
+    def key(self) -> str:
+        """Its text in specialisation keys (the class, by identity, and its fields)."""
+        fields = ",".join(slot_key(item) for item in self.items)
+        return f"aggregate:{self.cls.__module__}.{self.cls.__qualname__}@{id(self.cls):x}<{fields}>"
+
+
+Slot = TensorSlot | ConstSlot | TupleSlot | AggregateSlot | ClassSlot
+
+
+def slot_key(slot: Slot) -> str:
+    """A slot's text in specialisation keys (and names of specialised functions)."""
+    if isinstance(slot, TensorSlot):
+        return str(slot.type)
+    if isinstance(slot, TupleSlot):
+        return "(" + ",".join(slot_key(item) for item in slot.items) + ")"
+    return slot.key
 
 
 def is_tensor(value: Any) -> bool:
@@ -85,7 +110,7 @@ def wrap(value: Any) -> Any:
     """Give a compile-time Python result the form kernel code sees: tensors and
     tl.tuples stay, Python tuples/lists (and namedtuples holding tensors)
     become tl.tuples, the rest constexprs."""
-    if isinstance(value, (tensor, constexpr, tl_tuple, *AGGREGATES)):
+    if isinstance(value, (tensor, constexpr, tl_tuple, *AGGREGATES)) or is_aggregate(value):
         return value
     if isinstance(value, (tuple, list)) and not _is_namedtuple_instance(value):
         return tl_tuple([wrap(v) for v in value])
@@ -96,6 +121,18 @@ def wrap(value: Any) -> Any:
             # fields, as a namedtuple argument is, so that calls can take it apart.
             return make_tuple(items, type(value)._fields)
     return constexpr(value)
+
+
+def constexpr_named(value: Any) -> Any:
+    """A value bound to a constexpr name (a kernel's constexpr parameter, `x:
+    tl.constexpr = ...`) as kernel code sees it: `wrap(value)`; a tuple holding
+    no tensors (or fields) stays a tl.tuple whose `type` is the constexpr type of
+    the Python tuple, as Triton's constexpr-wrapped tuple answers
+    (`x.type == constexpr_type((5, 6, 7))`)."""
+    value = wrap(value)
+    if isinstance(value, tl_tuple) and value.type is None and not has_tensor(value):
+        return tl_tuple(value.values, constexpr_type(to_python(value)))
+    return value
 
 
 def to_python(value: Any) -> Any:
@@ -116,6 +153,8 @@ def has_tensor(value: Any) -> bool:
         return any(has_tensor(v) for v in value.values)
     if isinstance(value, tl_slice):
         return any(has_tensor(part) for part in (value.start, value.stop, value.step))
+    if is_aggregate(value):
+        return any(has_tensor(getattr(value, name)) for name in aggregate_fields(value))
     return False
 
 
@@ -126,6 +165,8 @@ def slot_of(value: Any) -> Slot:
         return TupleSlot(tuple(slot_of(v) for v in value.values), tuple_fields(value))
     if isinstance(value, AGGREGATES):
         return AggregateSlot(value.type)
+    if is_aggregate(value):
+        return ClassSlot(type(value), tuple(slot_of(getattr(value, name)) for name in aggregate_fields(value)))
     return ConstSlot(constexpr_key(unwrap(value)), value)
 
 
@@ -137,6 +178,8 @@ def leaves(value: Any) -> list[tensor]:
         return [leaf for v in value.values for leaf in leaves(v)]
     if isinstance(value, AGGREGATES):
         return value.leaves()
+    if is_aggregate(value):
+        return [leaf for name in aggregate_fields(value) for leaf in leaves(getattr(value, name))]
     return []
 
 
@@ -148,6 +191,8 @@ def slot_types(slot: Slot) -> list[dtype]:
         return [t for item in slot.items for t in slot_types(item)]
     if isinstance(slot, AggregateSlot):
         return slot.type.leaf_types()
+    if isinstance(slot, ClassSlot):
+        return [t for item in slot.items for t in slot_types(item)]
     return []
 
 
@@ -167,6 +212,11 @@ def _rebuild(slot: Slot, it: Iterator[Value]) -> Any:
         return make_tuple([_rebuild(item, it) for item in slot.items], slot.fields)
     if isinstance(slot, AggregateSlot):
         return slot.type.rebuild([tensor(next(it), t) for t in slot.type.leaf_types()])
+    if isinstance(slot, ClassSlot):
+        instance = slot.cls._get_instance()
+        for name, item in zip(aggregate_fields(slot.cls), slot.items):
+            object.__setattr__(instance, name, _rebuild(item, it))
+        return instance
     return slot.value
 
 
@@ -210,7 +260,29 @@ def same_value(a: Any, b: Any) -> bool:
         return len(a.values) == len(b.values) and all(same_value(x, y) for x, y in zip(a.values, b.values))
     if isinstance(a, AGGREGATES) and type(a) is type(b):
         return a.type == b.type and all(same_value(x, y) for x, y in zip(a.leaves(), b.leaves()))
+    if is_aggregate(a) and type(a) is type(b):
+        return all(same_value(getattr(a, name), getattr(b, name)) for name in aggregate_fields(a))
     return False
+
+
+def detached(value: Any) -> Any:
+    """`value` with every aggregate class instance in it copied (the fields
+    themselves shared): a region's code sees its own copy, since a plain method of
+    an aggregate changes its fields in place, and the region's changes must be
+    found by comparing with the value from before it."""
+    if is_aggregate(value):
+        copy = type(value)._get_instance()
+        for name in aggregate_fields(value):
+            object.__setattr__(copy, name, detached(getattr(value, name)))
+        return copy
+    if isinstance(value, tl_tuple) and any(is_aggregate(v) or isinstance(v, tl_tuple) for v in value.values):
+        return tl_tuple([detached(v) for v in value.values], value.type)
+    return value
+
+
+def detached_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """A region's starting scope: `scope` with its aggregates `detached`."""
+    return {name: detached(value) for name, value in scope.items()}
 
 
 def constexpr_key(value: Any) -> str:
@@ -268,6 +340,8 @@ def describe_slot(slot: Slot) -> str:
         return "(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
     if isinstance(slot, AggregateSlot):
         return describe_type(slot.type)
+    if isinstance(slot, ClassSlot):
+        return f"{slot.cls.__qualname__}(" + ", ".join(describe_slot(s) for s in slot.items) + ")"
     if slot.value is None:
         return "void"
     return f"constexpr[{unwrap(slot.value)!r}]"

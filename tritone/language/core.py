@@ -1190,3 +1190,7 @@ class condition(base_value):
     def __init__(self, arg1, disable_licm=False):
         self.condition = arg1
         self.disable_licm = disable_licm
+
+
+# Triton's decorator for aggregate classes (`tl.core._aggregate`); it builds on base_value.
+from .aggregate import _aggregate  # noqa: E402,F401

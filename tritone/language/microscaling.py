@@ -20,6 +20,7 @@ accumulation; so the interpreter and every GPU backend run it with the ops they 
 
 from __future__ import annotations
 
+from ..errors import with_hint
 from ..runtime.jit import constexpr_function, jit
 from . import core
 
@@ -98,8 +99,9 @@ def _scale_group(side, scale_ty, scale_shape, rows_shape):
     rows_shape = [int(s) for s in rows_shape]
     expected = rows_shape[:-1] + [rows_shape[-1] // group]
     if rows_shape[-1] % group or [int(s) for s in scale_shape] != expected:
-        raise AssertionError(f"dot_scaled: {side}_scale must be a tensor of shape {expected} (one scale per "
-                             f"{group} elements of K = {rows_shape[-1]}), got {[int(s) for s in scale_shape]}")
+        got = [str(int(s)) for s in scale_shape]
+        raise with_hint(AssertionError(f"{side}_scale must be a tensor of shape {expected}. Got {got}"),
+                        f"tl.dot_scaled takes one {side}_scale per {group} elements of K = {rows_shape[-1]}")
     return group
 
 

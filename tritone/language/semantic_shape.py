@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import with_hint
 from ..ir.types import block_type, dtype
 from . import core as tl
 from .core import _unwrap_if_constexpr, dtype_name, tensor
@@ -44,11 +45,10 @@ class ShapeSemantic:
         length = end - start
         if length & (length - 1):
             padded = 1 << (length - 1).bit_length()
-            raise ValueError(
-                f"arange's range must be a power of 2, got {length} (tl.arange({start}, {end})). Use the next power "
-                f"of 2 and mask the extra lanes: offs = tl.arange({start}, {start + padded}) (in Python, "
-                f"triton.next_power_of_2({length}) == {padded}), then pass mask=offs < {end} to tl.load and "
-                f"tl.store")
+            raise with_hint(ValueError("arange's range must be a power of 2"), (
+                f"got {length} (tl.arange({start}, {end})). Use the next power of 2 and mask the extra lanes: "
+                f"offs = tl.arange({start}, {start + padded}) (in Python, triton.next_power_of_2({length}) == "
+                f"{padded}), then pass mask=offs < {end} to tl.load and tl.store"))
         return self.create("arange", [], self.create_block(tl.int32, [length]), start=start, end=end)
 
     def make_scalar(self, value, ty: dtype) -> tensor:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import knobs
@@ -141,6 +143,38 @@ def _cuda_generator() -> Generator:
 _DEFAULT: Any = object()
 
 
+def write_reproducer(prefix: str, name: str, ttir: str, target: GPUTarget, toolchain: Toolchain) -> Path | None:
+    """Write `<prefix>.make_cuda.repro.ttir` (Triton writes `<prefix>.<stage>.repro.mlir`
+    for its MLIR stages): the IR of kernel `name` that the CUDA lowering (layouts,
+    dot operands, pipelining, shared memory, C++ and NVRTC) starts from, its
+    options as module attributes, after comments saying how to compile it again.
+    Written before the lowering runs, so it is there when the lowering fails; a
+    path that cannot be written is warned about, and the compilation goes on."""
+    path = Path(f"{prefix}.make_cuda.repro.ttir")
+    header = "\n".join([
+        f"// tritone reproducer: kernel {name}, the IR its CUDA lowering starts from,",
+        f"// for {target.backend} sm_{target.arch} ({toolchain.key}). Compile it again with:",
+        "//   import tritone",
+        "//   from tritone.backends.compiler import GPUTarget",
+        f"//   tritone.compile({str(path)!r}, target=GPUTarget({target.backend!r}, {target.arch}, "
+        f"{target.warp_size}))",
+    ])
+    try:
+        path.write_text(f"{header}\n{ttir}", encoding="utf-8")
+    except OSError as error:
+        warnings.warn(f"TRITON_REPRODUCER_PATH: could not write {path}: {error}", stacklevel=2)
+        return None
+    return path
+
+
+def _arch_suffix(toolchain: Toolchain) -> str:
+    """`a` for a cubin of compute capability 9.0 or later (`sm_90a`, `sm_100a`), as
+    Triton compiles them: it is for this exact device anyway, and the
+    architecture-specific instructions are available. PTX left for the driver
+    to JIT (an older NVRTC, a forced target) stays portable."""
+    return "a" if toolchain.arch >= 90 and not toolchain.ptx_only else ""
+
+
 def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Module], target: GPUTarget,
                    options: KernelOptions, *, toolchain: Toolchain | None = None,
                    cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
@@ -175,6 +209,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     codegen_target = GPUTarget(target.backend, toolchain.arch, target.warp_size)
     module = build_ir(codegen_target)
     ttir = print_module(module)
+    if knobs.compilation.reproducer_path:
+        write_reproducer(knobs.compilation.reproducer_path, name, ttir, target, toolchain)
     if timer is not None:
         timer.stage_finished("ttir")
     if generate is None:
@@ -187,7 +223,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
                                             options=nvrtc_options(options, generated, line_info=line_info),
-                                            arch_suffix=generated.get("arch_suffix", ""))
+                                            arch_suffix=generated.get("arch_suffix", _arch_suffix(toolchain)))
     except NVRTCError as error:
         where = _keep_failed_source(cache, key, name, source)
         raise NVRTCCompileError(

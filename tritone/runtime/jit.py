@@ -19,6 +19,7 @@ import pickle
 import sys
 import textwrap
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, NamedTuple, TypeVar, overload
 
@@ -591,6 +592,7 @@ class JITFunction(KernelInterface[T]):
         return self._cache_key
 
     def _dependency_key_parts(self) -> list[str]:
+        from ..language.aggregate import aggregate_key
         from ..language.core import constexpr
 
         closure = {}
@@ -620,6 +622,8 @@ class JITFunction(KernelInterface[T]):
                 parts.append(f"{dotted}:{value.cache_key}")
             elif isinstance(value, constexpr):
                 parts.append(f"{dotted}={value.value!r}")
+            elif isinstance(value, type) and getattr(value, "__triton_aggregate__", False):
+                parts.append(f"{dotted}:{aggregate_key(value)}")
         return parts
 
     def check_globals_unchanged(self) -> None:
@@ -882,6 +886,10 @@ class ConstexprFunction:
         for user kernels that call the function); ValueError when `fn` has no
         source file."""
         return _source_from_def(self.fn)[0]
+
+    def __get__(self, instance, owner=None):
+        """As a method (of an aggregate class, `self.square()`), bound to `instance`."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.__module__}:{self.__qualname__})"

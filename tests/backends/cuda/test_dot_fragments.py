@@ -378,7 +378,7 @@ class Simulator:
             if "cp.async.commit_group" in line:
                 events.append(("commit",))
                 continue
-            m = re.search(r"cp\.async\.wait_group (\d+)", line)
+            m = re.search(r"cp\.async\.wait_group (?:\\t)?(\d+)", line)
             if m:
                 events.append(("wait", int(m.group(1))))
                 continue

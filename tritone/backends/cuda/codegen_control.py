@@ -1,6 +1,7 @@
 """Code generation for structured control flow: `for` and `while` become C++
-loops and `if` a branch, with carried values as variables declared before
-them (arrays for blocks). A region's `yield` assigns the carried variables
+loops (a `for` with a `loop_unroll_factor` under `#pragma unroll n`) and `if`
+a branch, with carried values as variables declared before them (arrays for
+blocks). A region's `yield` assigns the carried variables
 through temporaries, since it may permute them. Scalar conditions are the
 same in every thread of a CTA, so barriers inside these regions are safe.
 """
@@ -48,6 +49,10 @@ def emit_for(em: Emitter, op: Operation) -> None:
         em.bind(arg, name)
         em.bind(result, name)
     iv = em.new_name(body.args[0], "iv")
+    unroll = op.attrs.get("loop_unroll_factor")
+    if isinstance(unroll, int) and unroll >= 1:
+        # tl.range(..., loop_unroll_factor=n): n copies of the body per trip (1: not unrolled)
+        em.lines.append(f"#pragma unroll {unroll}")
     em.open(f"for ({ctype(body.args[0].type)} {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
     em.terminators.append(lambda values: _assign_all(em, carried, values, list(op.results)))
     try:

@@ -8,15 +8,18 @@ reads it:
 
     buffers = local_buffer() ...                  # [num_stages - 1, *tile] each
     for s in 0 .. num_stages-2:                   # prologue
-        async_copy(buffer, s, ptr(trip s), mask(trip s) & trip s < ub); async_commit()
+        per load: async_copy(buffer, s, ptr(trip s), mask(trip s) & trip s < ub); async_commit()
     for iv ...  carrying (..., stage):
-        async_wait {pending = num_stages - 3}     # and a barrier: trip iv's tiles are in
+        async_wait {pending = (num_stages - 2) * loads}   # and a barrier: trip iv's tiles are in
         tile = local_index(buffer, stage)
         ... the body, reading `tile` ...
         barrier                                   # every thread is done with the stage
-        async_copy(buffer, stage, ptr(iv + (num_stages-1) step), mask & in range); async_commit()
+        per load: async_copy(buffer, stage, ptr(iv + (num_stages-1) step), mask & in range); async_commit()
         stage = stage + 1 mod (num_stages - 1)
     async_wait {pending = 0}                      # nothing in flight afterwards
+
+Each load's copies are a commit group of their own, as Triton makes them, so a
+trip's wait leaves the groups of the `num_stages - 2` trips after it in flight.
 
 The ops computing a pipelined load's pointer and mask (its *producer slice*:
 address arithmetic, masks, and the loop-carried pointers they advance) run
@@ -284,7 +287,7 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
             mask = mapping.get(load.operands[1], load.operands[1])
             valid = b.value("and", [mask, valid], mask_ty)
         b.op("async_copy", [buffer, slot, ptr, valid])
-    b.op("async_commit", [])
+        b.op("async_commit", [])
 
 
 def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], slice_ops: list[Operation],
@@ -326,7 +329,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     parent.insert(parent.ops.index(loop), new_loop)
     stage = new_body.args[-1]
     nb = _Builder(new_body, None, loop.loc)
-    nb.op("async_wait", buffers, pending=prefetch - 1)
+    nb.op("async_wait", buffers, pending=(prefetch - 1) * len(chains))
     tiles = {}
     for chain, buffer in zip(chains, buffers):
         tile_ty = block_type(buffer.type.scalar, list(buffer.type.shape[1:]), chain.load_layout)

@@ -152,7 +152,9 @@ def emit_async_commit(em: Emitter, op: Operation) -> None:
 @emits("async_wait")
 def emit_async_wait(em: Emitter, op: Operation) -> None:
     pending = int(op.attrs.get("pending", 0))
-    em.line(f'asm volatile("cp.async.wait_group {pending};" ::: "memory");')
+    # A tab before the count, as LLVM prints the instruction in Triton's PTX (tools
+    # and Triton's own tests search the PTX for that text).
+    em.line(f'asm volatile("cp.async.wait_group \\t{pending};" ::: "memory");')
     if any(isinstance(buffer.type.layout, NvmmaSharedLayout) for buffer in op.operands):
         # the tensor cores (wgmma) read these tiles through the async proxy
         em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')

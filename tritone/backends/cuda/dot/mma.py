@@ -17,6 +17,13 @@ the tile's rows along k are 16-byte chunks, `ldmatrix.trans` when a 16-bit
 tile is contiguous along m (n), element loads otherwise (8-bit and fp32 tiles
 contiguous along m or n). Per k step, a warp loads the fragments of all its
 m tiles and n tiles, then issues the mma of every pair.
+
+A block smaller than one 16x8 tile (M < 16 or N < 8; K stays a multiple of
+the instruction's) still uses the instruction, as Triton does: the layouts
+wrap onto the block (coordinates modulo its shape), so the lanes past it hold
+copies of its rows and columns, and the operand loads wrap the same way
+(those lanes read the block's rows again). Every copy is computed from the
+same operands, so the copies agree, and the result is the block's.
 """
 
 from __future__ import annotations
@@ -101,10 +108,7 @@ class MmaDot(DotImplementation):
         """The instruction for this op on `target`, or None when unsupported."""
 
     def supports(self, op: Operation, target: int) -> bool:
-        a, b, acc = op.operands
-        shape = tuple(acc.type.shape)
-        if shape[-2] < 16 or shape[-1] < 8:
-            return False
+        a = op.operands[0]
         instr = self.instruction(op, target)
         if instr is None:
             return False
@@ -285,9 +289,23 @@ class _OperandSource:
 
     def _coords(self, batch: tuple[int, ...], mn: int, k: int) -> tuple[int, ...]:
         coords = list(batch) + [0, 0]
-        coords[self.mn_dim] = mn
+        coords[self.mn_dim] = mn % self.value.type.shape[self.mn_dim]
         coords[self.k_dim] = k
         return tuple(coords)
+
+    def _wrapped(self, lane_mn: ThreadPart) -> ThreadPart:
+        """`lane_mn` (lane bits 0-7) modulo an M (N) smaller than 8: lanes past the
+        block read its rows again, as the result's layout replicates them."""
+        size = self.value.type.shape[self.mn_dim]
+        if size >= 8:
+            return lane_mn
+        if size == 1:
+            return ThreadPart("0", 0)
+        return ThreadPart(f"({lane_mn.expr} & {size - 1})", size - 1)
+
+    def _mn_basis(self, mn: int) -> int:
+        """A lane basis along M (N) modulo the block: past a smaller block it wraps to 0."""
+        return mn if mn < self.value.type.shape[self.mn_dim] else 0
 
     def _packed_from_registers(self, batch: tuple[int, ...], mn: int, k: int) -> str:
         name = self.em.name(self.value)
@@ -302,7 +320,7 @@ class _OperandSource:
 
     def _packed_from_elements(self, batch: tuple[int, ...], mn: int, k: int) -> str:
         em = self.em
-        lane_mn = ThreadPart("(tt_lane >> 2)", 7)
+        lane_mn = self._wrapped(ThreadPart("(tt_lane >> 2)", 7))
         lane_k = ThreadPart(f"((tt_lane & 3) * {self.kw})" if self.kw > 1 else "(tt_lane & 3)", 3 * self.kw)
         thread = self._thread_parts(lane_mn, lane_k)
         bits = self.ty.primitive_bitwidth
@@ -339,7 +357,7 @@ class _OperandSource:
         else:
             q = [(0, kb), (0, 0)]
         lane_bases = rows + q
-        lane_mn = [b[0] for b in lane_bases]
+        lane_mn = [self._mn_basis(b[0]) for b in lane_bases]
         lane_k = [b[1] for b in lane_bases]
         thread = self._thread_parts(ThreadPart(bits_expr(lane_mn, "tt_lane"), possible_bits(lane_mn)),
                                     ThreadPart(bits_expr(lane_k, "tt_lane"), possible_bits(lane_k)))

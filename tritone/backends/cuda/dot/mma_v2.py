@@ -3,9 +3,10 @@ m16n8k16 for fp16 (fp32 or fp16 accumulator) and bf16, m16n8k8 for tf32
 (three of them for tf32x3: the operands split into a tf32 part and the rest),
 m16n8k32 for int8 (wrapping int32 accumulation, as the interpreter) and, on
 8.9 and later, for fp8 into fp32. fp8 dots elsewhere (older targets, an fp16
-accumulator) convert the fragments to fp16, exactly, and use m16n8k16 (the k
-order inside a fragment tile changes the same way in a and b, so the sum is
-unchanged).
+accumulator, and on Hopper blocks of fewer than 64 rows, which Triton gives
+mma.sync in fp16 there, keeping native fp8 for wgmma's 64-row tiles) convert
+the fragments to fp16, exactly, and use m16n8k16 (the k order inside a
+fragment tile changes the same way in a and b, so the sum is unchanged).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class MmaV2(MmaDot):
         a, b, acc = op.operands
         ta, tb, tc = a.type.scalar, b.type.scalar, acc.type.scalar
         if type_text(ta) in _FP8 and type_text(tb) in _FP8:
-            if type_text(tc) == "fp32" and target >= 89:
+            hopper_below_wgmma = target // 10 == 9 and acc.type.shape[-2] < 64
+            if type_text(tc) == "fp32" and target >= 89 and not hopper_below_wgmma:
                 ea, eb = _FP8[type_text(ta)], _FP8[type_text(tb)]
                 return Instruction(4, single(f"tt_mma_m16n8k32_f32_{ea}_{eb}",
                                              f"mma.sync.aligned.m16n8k32.row.col.f32.{ea}.{eb}.f32", "f32"))
