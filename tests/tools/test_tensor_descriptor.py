@@ -70,11 +70,12 @@ def test_numpy_arrays():
 
 
 @triton.jit
-def _takes_a_descriptor(desc, out):
-    tl.store(out, 1.0)
+def _sum_through_a_descriptor(desc, out):
+    tl.store(out, tl.sum(tl.sum(desc.load([0, 0]), 1), 0))
 
 
-def test_a_kernel_refuses_one_naming_the_parameter():
-    desc = TensorDescriptor.from_tensor(torch.zeros(16, 16), [16, 16])
-    with pytest.raises(TypeError, match="'desc'"):
-        _takes_a_descriptor[(1,)](desc, torch.zeros(1))
+def test_a_kernel_reads_through_one():
+    x = torch.randn(16, 16)
+    out = torch.full((1,), float("nan"))
+    _sum_through_a_descriptor[(1,)](TensorDescriptor.from_tensor(x, [16, 16]), out)
+    torch.testing.assert_close(out[0], x.sum(), rtol=1e-5, atol=1e-5)
