@@ -38,13 +38,21 @@ _ROUND_TO: contextvars.ContextVar[torch.dtype | None] = contextvars.ContextVar("
 class Workload:
     """One torch.compile workload: `build(device, dtype, scale)` makes the callable and its
     inputs; `backward` says whether gradients are computed and compared; `options` are
-    Inductor config values it is compiled with (`torch.compile(options=...)`)."""
+    Inductor config values it is compiled with (`torch.compile(options=...)`), and
+    `cpu_options` are added to them on the CPU. `not_on_cpu` says why Inductor's Triton CPU
+    backend cannot run the workload at all ("" where it can)."""
 
     name: str
     what: str
     build: Callable[[str, torch.dtype, str], Built]
     backward: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    cpu_options: dict[str, Any] = field(default_factory=dict)
+    not_on_cpu: str = ""
+
+    def compile_options(self, device: str) -> dict[str, Any]:
+        """The Inductor options of this workload on `device` ("cpu" or "cuda")."""
+        return {**self.options, **self.cpu_options} if device == "cpu" else dict(self.options)
 
 
 @contextlib.contextmanager
@@ -115,7 +123,9 @@ def _transformer_layer(device: str, dtype: torch.dtype, scale: str, gen: torch.G
 
 def build_transformer_fwd(device: str, dtype: torch.dtype, scale: str) -> Built:
     gen = _generator(device, "transformer_fwd")
-    layer = _transformer_layer(device, dtype, scale, gen).eval()
+    # Training mode (dropout is 0): in eval mode under no_grad the layer takes its fused
+    # "fast path", one aten op that Inductor calls as it is, with no kernel of its own.
+    layer = _transformer_layer(device, dtype, scale, gen).train()
     batch, tokens = _pick(scale, (2, 8), (16, 512))
     x = _randn((batch, tokens, layer.linear1.in_features), dtype, device, gen)
 
@@ -387,6 +397,9 @@ def build_argmax(device: str, dtype: torch.dtype, scale: str) -> Built:
     return argmax, (x,)
 
 
+FLEX_NOT_ON_CPU = ("Inductor lowers flex_attention on the CPU to its C++ template whatever cpu_backend says "
+                   "(torch 2.13: TypeError 'hint_override' with cpu_backend='triton')")
+
 WORKLOADS: dict[str, Workload] = {workload.name: workload for workload in (
     Workload("transformer_fwd", "TransformerEncoderLayer forward (pre-norm, no dropout)", build_transformer_fwd),
     Workload("transformer_bwd", "TransformerEncoderLayer forward and backward", build_transformer_bwd,
@@ -400,10 +413,14 @@ WORKLOADS: dict[str, Workload] = {workload.name: workload for workload in (
              backward=True),
     Workload("rope", "rotary position embedding of q and k", build_rope),
     Workload("swiglu", "SiLU(gate) * up, forward and backward", build_swiglu, backward=True),
-    Workload("flex_causal", "flex_attention, causal block mask", build_flex_causal),
-    Workload("flex_sliding", "flex_attention, causal sliding window", build_flex_sliding),
+    Workload("flex_causal", "flex_attention, causal block mask", build_flex_causal, not_on_cpu=FLEX_NOT_ON_CPU),
+    Workload("flex_sliding", "flex_attention, causal sliding window", build_flex_sliding,
+             not_on_cpu=FLEX_NOT_ON_CPU),
     Workload("matmul", "relu(a @ b + bias), max-autotune Triton templates", build_matmul,
-             options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"}),
+             options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"},
+             # torch 2.13 writes the CPU benchmark module of an epilogue fusion with a
+             # misindented import (IndentationError); the templates themselves still autotune.
+             cpu_options={"benchmark_epilogue_fusion": False}),
     Workload("conv", "conv2d + batch norm + SiLU (inference)", build_conv),
     Workload("sort_topk", "sort and top-k along rows", build_sort_topk),
     Workload("cumsum", "cumulative sum along rows", build_cumsum),
