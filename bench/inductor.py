@@ -81,6 +81,8 @@ class CaseResult:
     steady_p80_ms: float | None = None
     graphs_ms: float | None = None
     graphs_error: str = ""
+    nvrtc: int | None = None
+    nvrtc_failures: list[str] = field(default_factory=list)
     inductor_kernels: int | None = None
     cubins: int | None = None
     compilations: int | None = None
@@ -193,26 +195,61 @@ def upstream_modules_loaded() -> list[str]:
     return sorted(found)
 
 
-def _launched_binaries() -> tuple[int, int, list[str]]:
-    """(launchers with a Triton binary, launchers of torch's static cubin launcher, the
-    modules of the binaries' classes) over every Inductor autotuner alive in the process."""
+def _autotuners() -> list[Any]:
+    """Every Inductor autotuner (one per generated kernel) alive in the process."""
     import gc
 
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    with_binary = static = 0
+    # type(), not isinstance: gc also holds weak proxies, whose isinstance raises once dead.
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), CachingAutotuner)]
+
+
+def _kernel_modules() -> tuple[int, list[str]]:
+    """(compiled kernels Inductor holds, the modules of their classes) over every autotuner
+    alive: Triton's `CompiledKernel` (tritone's or upstream's), or torch's static launcher
+    (`static_cuda_launcher`, a cubin loaded by torch from the Triton cache)."""
+    count = 0
     modules: set[str] = set()
-    for obj in gc.get_objects():
-        if not issubclass(type(obj), CachingAutotuner):  # type(): gc also holds weak proxies
-            continue
-        for launcher in obj.launchers:
-            binary = getattr(launcher, "bin", None)
-            if binary is None:
-                static += 1
-            else:
-                with_binary += 1
-                modules.add(type(binary).__module__)
-    return with_binary, static, sorted(modules)
+    for autotuner in _autotuners():
+        for result in autotuner.compile_results:
+            count += 1
+            modules.add(type(result.kernel).__module__)
+    return count, sorted(modules)
+
+
+def launched_kernels() -> dict[str, Any]:
+    """The Triton `CompiledKernel`s that every autotuner alive keeps (after autotuning, the
+    configs it launches), by hash."""
+    found: dict[str, Any] = {}
+    for autotuner in _autotuners():
+        for result in autotuner.compile_results:
+            if hasattr(result.kernel, "src"):
+                found.setdefault(result.kernel.hash, result.kernel)
+    return found
+
+
+# The options of an interpreter compilation that a CUDA compilation of the same kernel keeps.
+GPU_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
+                    "launch_pdl", "launch_cooperative_grid", "sanitize_overflow")
+
+
+def compile_for_gpus(kernels: list[Any], archs: list[int]) -> tuple[int, list[str]]:
+    """Compile each of `kernels` (tritone interpreter kernels) with NVRTC for every
+    compute capability in `archs`; (compilations done, one line per failure)."""
+    import tritone
+    from tritone.backends.compiler import GPUTarget
+
+    done, failures = 0, []
+    for kernel in kernels:
+        options = {name: getattr(kernel.options, name) for name in GPU_OPTION_NAMES}
+        for arch in archs:
+            try:
+                tritone.compile(kernel.src, target=GPUTarget("cuda", arch, 32), options=options)
+                done += 1
+            except Exception as error:
+                failures.append(f"{kernel.name} sm_{arch}: {_one_line(error)}")
+    return done, failures
 
 
 class CompilationCounter:
@@ -320,8 +357,8 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
     """('' or why the tritone side is not proven to have used only tritone, details)."""
     import triton
 
-    with_binary, static, modules = _launched_binaries()
-    details = [f"launchers: {with_binary} with a binary ({', '.join(modules) or 'none'}), {static} static"]
+    count, modules = _kernel_modules()
+    details = [f"kernels held by Inductor: {count} ({', '.join(modules) or 'none'})"]
     problems = []
     is_tritone = getattr(triton, "__name__", "") == "tritone"
     if side == "tritone":
@@ -330,7 +367,8 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
         loaded = upstream_modules_loaded()
         if loaded:
             problems.append(f"upstream Triton modules loaded: {', '.join(loaded[:5])}")
-        foreign = [module for module in modules if not module.startswith("tritone.")]
+        foreign = [module for module in modules
+                   if not module.startswith("tritone.") and module != "torch._inductor.runtime.static_cuda_launcher"]
         if foreign:
             problems.append(f"binaries of {', '.join(foreign)}")
         if cache_dir is not None:
@@ -361,11 +399,16 @@ def worker_main(spec: dict[str, Any]) -> int:
     counter = CompilationCounter()
     if not counter.install():
         counter = None
+    gpu_compiled: set[str] = set()  # kernels already compiled with NVRTC (by an earlier case)
     for name, dtype_name in spec["cases"]:
         try:
             result = run_case(name, dtype_name, device, scale, side, quick, counter, cache_dir)
             result.proof, details = _proof(side, cache_dir)
             result.notes += details
+            if spec.get("nvrtc"):
+                kernels = {key: kernel for key, kernel in launched_kernels().items() if key not in gpu_compiled}
+                gpu_compiled.update(kernels)
+                result.nvrtc, result.nvrtc_failures = compile_for_gpus(list(kernels.values()), spec["nvrtc"])
         except Exception as error:
             result = CaseResult(name, dtype_name, side, error=_one_line(error))
             if spec.get("traceback"):
@@ -417,7 +460,7 @@ def run_worker(side: str, cases: list[tuple[str, str]], args: argparse.Namespace
     """Run one worker to completion (or `timeout`); its results and, when it failed, why."""
     device = "cpu" if args.check else "cuda"
     spec = {"side": side, "cases": cases, "device": device, "scale": "tiny" if args.check else "full",
-            "quick": args.quick, "traceback": args.traceback}
+            "quick": args.quick, "traceback": args.traceback, "nvrtc": args.nvrtc if args.check else []}
     root = Path(tempfile.mkdtemp(prefix=f"inductor-{side}-"))
     try:
         env = worker_env(side, root, device)
@@ -528,8 +571,8 @@ def format_table(comparisons: list[Comparison], title: str) -> str:
         lines.append(f"slowest relative to upstream: {worst.workload} {worst.dtype} ({worst.steady_ratio:.2f}x)")
     lines.append("tt/up: tritone's time over upstream Triton's (below 1: tritone faster); graphs: the same with "
                  "CUDA graphs;")
-    lines.append("kernels: generated by Inductor / compilations (cubins, or the compilation listener's count "
-                 "on the CPU; each autotuning config compiles)")
+    lines.append("kernels: generated by Inductor / compilations (cubins; on the CPU the compilation")
+    lines.append("listener's count); each autotuning config is a compilation")
     return "\n".join(lines)
 
 
@@ -570,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, help="write every result here")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one worker may take")
     parser.add_argument("--budget", type=float, default=math.inf, help="seconds the whole run may take")
+    parser.add_argument("--nvrtc", nargs="*", type=int, default=[], metavar="ARCH",
+                        help="with --check: also compile every kernel with NVRTC for these compute "
+                             "capabilities (75 80 90)")
     parser.add_argument("--traceback", action="store_true", help="print workers' tracebacks")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
