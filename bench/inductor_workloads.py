@@ -318,7 +318,7 @@ class ConvBlock(nn.Module):
 
 def build_conv(device: str, dtype: torch.dtype, scale: str) -> Built:
     gen = _generator(device, "conv")
-    batch, channels, size = _pick(scale, (2, 4, 8), (32, 128, 56))
+    batch, channels, size = _pick(scale, (2, 4, 8), (16, 128, 56))
     block = _module(ConvBlock(channels), device, dtype, gen).eval()
     x = _randn((batch, channels, size, size), dtype, device, gen)
 
