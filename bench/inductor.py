@@ -135,18 +135,17 @@ def _make_step(fn: Any, inputs: tuple[Any, ...], backward: bool, grad_outputs: l
     return step
 
 
-def _grad_outputs(outputs: tuple[Any, ...], dtype: Any, reference_dtype: Any | None = None) -> list[Any]:
-    """Random output gradients (the same numbers for the case and its float64 reference)."""
+def _grad_outputs(outputs: tuple[Any, ...], rounded_to: list[Any] | None = None) -> list[Any]:
+    """Random gradients for the differentiable `outputs`, in their dtypes; each first rounded
+    to `rounded_to[i]` where given (the case's output dtypes, for its float64 reference), so
+    the case and its reference get the same numbers."""
     import torch
 
     gen = torch.Generator().manual_seed(1234)
-    grads = []
-    for out in outputs:
-        if not out.requires_grad:
-            continue
-        drawn = torch.randn(out.shape, generator=gen).to(out.dtype if reference_dtype is None else dtype)
-        grads.append(drawn.to(device=out.device, dtype=reference_dtype or out.dtype))
-    return grads
+    differentiable = [out for out in outputs if out.requires_grad]
+    rounding = rounded_to or [out.dtype for out in differentiable]
+    return [torch.randn(out.shape, generator=gen).to(dtype).to(device=out.device, dtype=out.dtype)
+            for out, dtype in zip(differentiable, rounding)]
 
 
 def _rel_err(values: tuple[Any, ...], reference: tuple[Any, ...]) -> float:
@@ -299,7 +298,7 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
 
     fn, inputs = workload.build(device, dtype, scale)
     eager_out = _as_tuple(fn(*inputs))
-    grads = _grad_outputs(eager_out, dtype) if workload.backward else None
+    grads = _grad_outputs(eager_out) if workload.backward else None
     eager = _make_step(fn, inputs, workload.backward, grads)
     eager_values = tuple(value.detach().clone() for value in eager())
     try:
@@ -308,7 +307,7 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
         ref_grads = None
         if workload.backward:
             ref_outs = _as_tuple(ref_fn(*ref_inputs))
-            ref_grads = _grad_outputs(ref_outs, dtype, torch.float64)
+            ref_grads = _grad_outputs(ref_outs, [grad.dtype for grad in grads])
         reference = _make_step(ref_fn, ref_inputs, workload.backward, ref_grads)()
         result.eager_rel_err = _rel_err(eager_values, reference)
     except Exception as error:  # A workload whose float64 eager fails is compared with eager itself.
