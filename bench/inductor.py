@@ -356,6 +356,17 @@ def _one_line(error: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def cache_folders(cache_dir: Path) -> tuple[int, list[str]]:
+    """(tritone's committed entries in `cache_dir`, the names of other folders holding a
+    cubin: upstream Triton's, say)."""
+    from tritone.runtime.cache import KernelCache
+
+    ours = {os.path.basename(entry.folder) for entry in KernelCache(str(cache_dir)).entries().committed}
+    others = sorted(path.name for path in cache_dir.iterdir()
+                    if path.is_dir() and path.name not in ours and any(path.rglob("*.cubin")))
+    return len(ours), others
+
+
 def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
     """('' or why the tritone side is not proven to have used only tritone, details)."""
     import triton
@@ -375,12 +386,8 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
         if foreign:
             problems.append(f"binaries of {', '.join(foreign)}")
         if cache_dir is not None:
-            from tritone.runtime.cache import KernelCache
-
-            ours = {os.path.basename(entry.folder) for entry in KernelCache(str(cache_dir)).entries().committed}
-            details.append(f"tritone cache entries: {len(ours)}")
-            others = [path.name for path in cache_dir.iterdir()
-                      if path.is_dir() and path.name not in ours and any(path.rglob("*.cubin"))]
+            entries, others = cache_folders(cache_dir)
+            details.append(f"tritone cache entries: {entries}")
             if others:
                 problems.append(f"cubins outside tritone's cache entries: {', '.join(others[:3])}")
     elif is_tritone:

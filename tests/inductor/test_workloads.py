@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.inductor import CaseResult, Comparison, format_table, geomean, worker_env
+from bench.inductor import CaseResult, Comparison, cache_folders, format_table, geomean, worker_env
 
 pytest.importorskip("torch")
 
@@ -131,3 +131,17 @@ def test_worker_environment_chooses_the_side_and_fresh_caches(tmp_path: Path, mo
         assert all(path.is_dir() and not any(path.iterdir()) for path in caches)
         assert all(tmp_path / side in path.parents for path in caches)
         assert str(REPO_ROOT) in env["PYTHONPATH"].split(os.pathsep)
+
+
+def test_cubins_outside_tritones_cache_entries_are_found(tmp_path: Path) -> None:
+    from tritone.runtime.cache import KernelCache
+
+    cache = KernelCache(str(tmp_path))
+    for key in ("ab" * 16, "cd" * 16):
+        assert cache.put(key, "triton_poi_fused_0", {"cubin": os.urandom(64), "ptx": b"//"}, {"num_warps": 4})
+    # Upstream Triton's layout: a 52-character folder holding the cubin and its JSON.
+    upstream = tmp_path / ("A" * 52)
+    upstream.mkdir()
+    (upstream / "triton_poi_fused_0.cubin").write_bytes(os.urandom(64))
+    (tmp_path / "unrelated").mkdir()
+    assert cache_folders(tmp_path) == (2, ["A" * 52])
