@@ -372,7 +372,7 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
     import triton
 
     count, modules = _kernel_modules()
-    details = [f"kernels held by Inductor: {count} ({', '.join(modules) or 'none'})"]
+    details = [f"kernels Inductor holds in this process: {count} ({', '.join(modules) or 'none'})"]
     problems = []
     is_tritone = getattr(triton, "__name__", "") == "tritone"
     if side == "tritone":
