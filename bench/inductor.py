@@ -608,10 +608,12 @@ def write_csv(path: Path, results: list[CaseResult]) -> None:
 def _device_title(check: bool) -> str:
     if check:
         return "CPU (Inductor's Triton CPU backend, tritone's interpreter)"
-    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name(), "
-                           "torch.__version__)"], capture_output=True, text=True, timeout=120,
+    code = ("import torch\nprint(torch.cuda.get_device_name(), 'torch', torch.__version__, end='')\n"
+            "try:\n    import triton\n    print(', triton', triton.__version__)\n"
+            "except ImportError:\n    print(', no upstream triton')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "TRITONE_AS_TRITON": "0"})
-    return done.stdout.strip() or "unknown device"
+    return done.stdout.strip() or f"unknown device ({done.stderr.strip().splitlines()[-1:]})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,3 +145,19 @@ def test_cubins_outside_tritones_cache_entries_are_found(tmp_path: Path) -> None
     (upstream / "triton_poi_fused_0.cubin").write_bytes(os.urandom(64))
     (tmp_path / "unrelated").mkdir()
     assert cache_folders(tmp_path) == (2, ["A" * 52])
+
+
+def test_a_checkout_without_the_hook_gets_it_through_sitecustomize(tmp_path: Path, monkeypatch) -> None:
+    import bench.inductor as inductor
+
+    monkeypatch.setattr(inductor, "_hook_installed", lambda: False)
+    env = worker_env("tritone", tmp_path, "cpu")
+    boot = env["PYTHONPATH"].split(os.pathsep)[0]
+    assert Path(boot).parent == tmp_path
+    assert "_tritone_triton_hook.install()" in (Path(boot) / "sitecustomize.py").read_text(encoding="utf-8")
+    # Upstream's side never gets it.
+    assert "boot" not in worker_env("triton", tmp_path / "up", "cpu")["PYTHONPATH"]
+    done = subprocess.run([sys.executable, "-c", "import triton; print(triton.__name__, triton.__file__)"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.split()[0] == "tritone", done.stderr[-2000:]
+    assert Path(done.stdout.split()[1]).parent.parent == REPO_ROOT
