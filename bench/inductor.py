@@ -4,7 +4,8 @@ workloads, each compiled and run in a fresh process per side on the same GPU.
     python bench/inductor.py [--only NAME ...] [--dtypes fp32 bf16] [--quick] [--csv PATH]
                              [--timeout S] [--budget S] [--check]
 
-The process started from the command line only orchestrates (it never imports torch): for
+The process started from the command line only orchestrates (it reads the workload list,
+which imports torch, but never touches the GPU): for
 each workload it starts a worker with upstream Triton answering `import triton`
 (`TRITONE_AS_TRITON=0`), waits for it, then one with tritone answering
 (`TRITONE_AS_TRITON=1`); never two at once, so timings do not share the GPU. Each worker
