@@ -64,6 +64,9 @@ HOOK_PTH = "_tritone_triton_hook.pth"
 # --quick's default budget: the GPU machine's commands stop after 10 minutes; the table
 # must be printed before that, with whatever did not fit marked "not run".
 QUICK_BUDGET_S = 470.0
+# torch's own launcher of cached cubins: static_cuda_launcher (torch 2.7-2.12),
+# static_triton_launcher (2.13).
+STATIC_LAUNCHER_MODULES = "torch._inductor.runtime.static_"
 
 
 @dataclass
@@ -90,7 +93,6 @@ class CaseResult:
     inductor_kernels: int | None = None
     cubins: int | None = None
     compilations: int | None = None
-    launchers: int | None = None
     proof: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -211,7 +213,7 @@ def _autotuners() -> list[Any]:
 def _kernel_modules() -> tuple[int, list[str]]:
     """(compiled kernels Inductor holds, the modules of their classes) over every autotuner
     alive: Triton's `CompiledKernel` (tritone's or upstream's), or torch's static launcher
-    (`static_cuda_launcher`, a cubin loaded by torch from the Triton cache)."""
+    (a cubin loaded by torch from the Triton cache)."""
     count = 0
     modules: set[str] = set()
     for autotuner in _autotuners():
@@ -382,8 +384,7 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
         loaded = upstream_modules_loaded()
         if loaded:
             problems.append(f"upstream Triton modules loaded: {', '.join(loaded[:5])}")
-        foreign = [module for module in modules
-                   if not module.startswith("tritone.") and module != "torch._inductor.runtime.static_cuda_launcher"]
+        foreign = [module for module in modules if not module.startswith(("tritone.", STATIC_LAUNCHER_MODULES))]
         if foreign:
             problems.append(f"binaries of {', '.join(foreign)}")
         if cache_dir is not None:
