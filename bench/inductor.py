@@ -64,8 +64,8 @@ HOOK_PTH = "_tritone_triton_hook.pth"
 # --quick's default budget: the GPU machine's commands stop after 10 minutes; the table
 # must be printed before that, with whatever did not fit marked "not run".
 QUICK_BUDGET_S = 470.0
-# torch's own launcher of cached cubins: static_cuda_launcher (torch 2.7-2.12),
-# static_triton_launcher (2.13).
+# torch's own launcher of cached cubins: static_cuda_launcher in earlier releases,
+# static_triton_launcher in torch 2.13.
 STATIC_LAUNCHER_MODULES = "torch._inductor.runtime.static_"
 
 
