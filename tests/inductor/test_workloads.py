@@ -161,3 +161,34 @@ def test_a_checkout_without_the_hook_gets_it_through_sitecustomize(tmp_path: Pat
                           env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.stdout.split()[0] == "tritone", done.stderr[-2000:]
     assert Path(done.stdout.split()[1]).parent.parent == REPO_ROOT
+
+
+def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None:
+    import bench.inductor as inductor
+
+    calls = []
+
+    def fake_worker(side, cases, args, timeout):
+        calls.append((side, tuple(cases)))
+        if cases[0][0] == "cumsum" and side == "tritone":
+            return [], "worker exit status 1"  # a crashed worker: its cases get its reason
+        steady = 2.0 if side == "triton" else 1.0
+        return [CaseResult(name, dtype, side, match=True, steady_ms=steady, cold_s=1.0) for name, dtype in cases], ""
+
+    monkeypatch.setattr(inductor, "run_worker", fake_worker)
+    monkeypatch.setattr(inductor, "_device_title", lambda check: "a GPU")
+    assert inductor.main(["--only", "softmax", "cumsum"]) == 1  # the crashed worker is the harness's failure
+    # Full mode: one case per worker, upstream first, never two at once (sequential calls).
+    assert calls == [(side, ((name, dtype),)) for name in ("softmax", "cumsum") for dtype in ("fp32", "bf16")
+                     for side in ("triton", "tritone")]
+    table = capsys.readouterr().out
+    assert "tritone: worker exit status 1" in table
+    assert next(line for line in table.splitlines() if line.startswith("softmax")).split()[3] == "0.50"
+
+    calls.clear()
+    assert inductor.main(["--quick", "--only", "softmax"]) == 0
+    assert calls == [(side, (("softmax", "fp32"), ("softmax", "bf16"))) for side in ("triton", "tritone")]
+
+    calls.clear()
+    assert inductor.main(["--only", "softmax", "--budget", "0"]) == 0
+    assert calls == [] and capsys.readouterr().out.count("not run: --budget spent") == 4
