@@ -75,7 +75,7 @@ def cast(value: torch.Tensor, device: str, dtype: torch.dtype) -> torch.Tensor:
     return value.to(device=device, dtype=dtype)
 
 
-def _generator(device: str, name: str) -> torch.Generator:
+def _generator(name: str) -> torch.Generator:
     """A generator seeded from the workload's name, so each workload's inputs are fixed
     across runs and processes (both sides of a comparison see the same numbers)."""
     seed = sum((index + 1) * ord(char) for index, char in enumerate(name))
@@ -83,9 +83,9 @@ def _generator(device: str, name: str) -> torch.Generator:
 
 
 def _randn(shape: tuple[int, ...], dtype: torch.dtype, device: str, gen: torch.Generator,
-           requires_grad: bool = False, scale: float = 1.0) -> torch.Tensor:
+           requires_grad: bool = False, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
     # Drawn on the CPU and moved, so the CPU and GPU runs of a workload use the same numbers.
-    value = cast(torch.randn(shape, generator=gen, dtype=torch.float32) * scale, device, dtype)
+    value = cast(torch.randn(shape, generator=gen, dtype=torch.float32) * scale + shift, device, dtype)
     return value.requires_grad_(requires_grad)
 
 
@@ -122,7 +122,7 @@ def _transformer_layer(device: str, dtype: torch.dtype, scale: str, gen: torch.G
 
 
 def build_transformer_fwd(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "transformer_fwd")
+    gen = _generator("transformer_fwd")
     # Training mode (dropout is 0): in eval mode under no_grad the layer takes its fused
     # "fast path", one aten op that Inductor calls as it is, with no kernel of its own.
     layer = _transformer_layer(device, dtype, scale, gen).train()
@@ -137,7 +137,7 @@ def build_transformer_fwd(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_transformer_bwd(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "transformer_bwd")
+    gen = _generator("transformer_bwd")
     layer = _transformer_layer(device, dtype, scale, gen).train()
     batch, tokens = _pick(scale, (2, 8), (16, 512))
     x = _randn((batch, tokens, layer.linear1.in_features), dtype, device, gen, requires_grad=True)
@@ -158,7 +158,7 @@ class MLPLoss(nn.Module):
 
 
 def build_mlp_train(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "mlp_train")
+    gen = _generator("mlp_train")
     batch, width, classes = _pick(scale, (16, 16, 10), (4096, 1024, 1000))
     model = _module(MLPLoss(width, classes), device, dtype, gen)
     x = _randn((batch, width), dtype, device, gen)
@@ -170,7 +170,7 @@ def build_mlp_train(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_layer_norm(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "layer_norm")
+    gen = _generator("layer_norm")
     rows, cols = _pick(scale, (37, 100), (8192, 8192))
     x = _randn((rows, cols), dtype, device, gen, requires_grad=True)
     weight = _randn((cols,), dtype, device, gen, requires_grad=True)
@@ -183,7 +183,7 @@ def build_layer_norm(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_rms_norm(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "rms_norm")
+    gen = _generator("rms_norm")
     rows, cols = _pick(scale, (37, 100), (8192, 8192))
     x = _randn((rows, cols), dtype, device, gen, requires_grad=True)
     weight = _randn((cols,), dtype, device, gen, requires_grad=True)
@@ -198,7 +198,7 @@ def build_rms_norm(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_softmax(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "softmax")
+    gen = _generator("softmax")
     rows, cols = _pick(scale, (37, 100), (32768, 4096))
     x = _randn((rows, cols), dtype, device, gen, scale=3.0)
 
@@ -209,7 +209,7 @@ def build_softmax(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_cross_entropy(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "cross_entropy")
+    gen = _generator("cross_entropy")
     tokens, vocab = _pick(scale, (8, 1000), (4096, 128 * 1024))
     logits = _randn((tokens, vocab), dtype, device, gen, requires_grad=True, scale=2.0)
     target = torch.randint(0, vocab, (tokens,), generator=gen).to(device)
@@ -221,7 +221,7 @@ def build_cross_entropy(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_rope(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "rope")
+    gen = _generator("rope")
     batch, heads, tokens, head_dim = _pick(scale, (1, 2, 8, 16), (8, 32, 2048, 128))
     q = _randn((batch, heads, tokens, head_dim), dtype, device, gen)
     k = _randn((batch, heads, tokens, head_dim), dtype, device, gen)
@@ -241,7 +241,7 @@ def build_rope(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_swiglu(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "swiglu")
+    gen = _generator("swiglu")
     rows, cols = _pick(scale, (16, 64), (8192, 14336))
     gate = _randn((rows, cols), dtype, device, gen, requires_grad=True)
     up = _randn((rows, cols), dtype, device, gen, requires_grad=True)
@@ -256,7 +256,7 @@ def build_swiglu(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def _flex_inputs(device: str, dtype: torch.dtype, scale: str, name: str) -> tuple[torch.Tensor, ...]:
-    gen = _generator(device, name)
+    gen = _generator(name)
     batch, heads, tokens, head_dim = _pick(scale, (1, 2, 128, 16), (4, 16, 2048, 64))
     return tuple(_randn((batch, heads, tokens, head_dim), dtype, device, gen) for _ in range(3))
 
@@ -292,7 +292,7 @@ def build_flex_sliding(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_matmul(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "matmul")
+    gen = _generator("matmul")
     m, n, k = _pick(scale, (48, 40, 56), (4096, 4096, 4096))
     a = _randn((m, k), dtype, device, gen)
     b = _randn((k, n), dtype, device, gen)
@@ -317,7 +317,7 @@ class ConvBlock(nn.Module):
 
 
 def build_conv(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "conv")
+    gen = _generator("conv")
     batch, channels, size = _pick(scale, (2, 4, 8), (16, 128, 56))
     block = _module(ConvBlock(channels), device, dtype, gen).eval()
     x = _randn((batch, channels, size, size), dtype, device, gen)
@@ -333,7 +333,7 @@ def build_conv(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_sort_topk(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "sort_topk")
+    gen = _generator("sort_topk")
     rows, cols, top = _pick(scale, (4, 64, 8), (4096, 2048, 64))
     x = _randn((rows, cols), dtype, device, gen)
 
@@ -347,7 +347,7 @@ def build_sort_topk(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_cumsum(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "cumsum")
+    gen = _generator("cumsum")
     rows, cols = _pick(scale, (8, 100), (4096, 4096))
     x = _randn((rows, cols), dtype, device, gen)
 
@@ -358,7 +358,7 @@ def build_cumsum(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_index_add(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "index_add")
+    gen = _generator("index_add")
     rows, cols, updates = _pick(scale, (32, 16, 64), (65536, 256, 262144))
     base = _randn((rows, cols), dtype, device, gen)
     source = _randn((updates, cols), dtype, device, gen)
@@ -375,9 +375,9 @@ def build_index_add(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_var_mean(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "var_mean")
+    gen = _generator("var_mean")
     rows, cols = _pick(scale, (37, 100), (16384, 8192))
-    x = _randn((rows, cols), dtype, device, gen) + 3.0
+    x = _randn((rows, cols), dtype, device, gen, shift=3.0)
 
     def var_mean(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return torch.var_mean(x, dim=-1, correction=1)
@@ -386,7 +386,7 @@ def build_var_mean(device: str, dtype: torch.dtype, scale: str) -> Built:
 
 
 def build_argmax(device: str, dtype: torch.dtype, scale: str) -> Built:
-    gen = _generator(device, "argmax")
+    gen = _generator("argmax")
     rows, cols = _pick(scale, (37, 100), (16384, 8192))
     x = _randn((rows, cols), dtype, device, gen)
 

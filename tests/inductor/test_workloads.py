@@ -192,3 +192,26 @@ def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None
     calls.clear()
     assert inductor.main(["--only", "softmax", "--budget", "0"]) == 0
     assert calls == [] and capsys.readouterr().out.count("not run: --budget spent") == 4
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_float64_reference_sees_the_cases_numbers(dtype: str) -> None:
+    import torch
+
+    from bench.inductor_workloads import DTYPES, values_of
+
+    for name, workload in WORKLOADS.items():
+        fn, inputs = workload.build("cpu", DTYPES[dtype], "tiny")
+        with values_of(DTYPES[dtype]):
+            reference_fn, reference_inputs = workload.build("cpu", torch.float64, "tiny")
+        pairs = list(zip(inputs, reference_inputs))
+        if isinstance(fn, torch.nn.Module):
+            pairs += list(zip(fn.parameters(), reference_fn.parameters()))
+        assert len(pairs) >= len(inputs) >= 1
+        for value, reference in pairs:
+            if value.is_floating_point():
+                assert value.dtype == DTYPES[dtype] and reference.dtype == torch.float64, name
+                assert torch.equal(value.double(), reference), name
+                assert value.numel() == 1 or float(value.double().std()) > 0, name  # drawn, not a constant
+            else:
+                assert torch.equal(value, reference), name
