@@ -276,3 +276,16 @@ def test_the_compilation_listener_hears_interpreter_compilations():
     assert not event["cache_hit"] and event["metadata"]["name"] == "scaled_add" == compiled.name
     assert [stage for stage, _ in event["times"].lowering_stages] == ["ttir"]
     assert event["times"].total_lowering > 0
+
+
+def test_inductors_cpu_target_compiles_for_the_interpreter():
+    # TorchInductor's CPU Triton backend (cpu_backend="triton") compiles for GPUTarget("cpu", "", 32).
+    kernel = triton.compile(ASTSource(scaled_add, SIGNATURE, {"BLOCK": 64}), target=GPUTarget("cpu", "", 32))
+    assert kernel.metadata.target == INTERPRETER_TARGET
+    n = int(RNG.integers(65, 200))
+    x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    kernel[(triton.cdiv(n, 64), 1, 1)](x, y, out, n, 1.5, 64)
+    np.testing.assert_array_equal(out, x + y * np.float32(1.5))
+    with pytest.raises(triton.TritonError, match="not for GPUTarget"):
+        triton.compile(ASTSource(scaled_add, SIGNATURE, {"BLOCK": 64}), target=GPUTarget("hip", "gfx942", 64))

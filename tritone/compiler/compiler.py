@@ -27,6 +27,10 @@ from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, Kern
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
 from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
 
+# The backend TorchInductor's CPU Triton backend (`cpu_backend = "triton"`) compiles for:
+# GPUTarget("cpu", "", 32). tritone runs such kernels in its interpreter.
+INDUCTOR_CPU_BACKEND = "cpu"
+
 if TYPE_CHECKING:
     from ..ir.core import Module
     from ..runtime.gpu_compile import GPUBinary
@@ -581,8 +585,9 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     For a CUDA target (`GPUTarget("cuda", 90, 32)`) the result holds the CUDA
     C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC
     but no GPU. NVRTC rejecting the generated code raises a `PTXASError`
-    (`runtime.gpu_compile.NVRTCCompileError`). For the interpreter target the
-    result holds the IR and runs on the CPU.
+    (`runtime.gpu_compile.NVRTCCompileError`). For the interpreter target, and
+    for the "cpu" target TorchInductor's CPU Triton backend asks for, the result
+    holds the IR and runs in the CPU interpreter.
 
     A kernel that cannot be compiled raises `CompilationError` showing the
     kernel's lines; its traceback starts here unless `TRITONE_FULL_TRACEBACK=1`
@@ -598,6 +603,8 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     if not isinstance(src, (ASTSource, IRSource)):
         raise TypeError(f"compile takes an ASTSource, an IRSource or the path of an IR file, got {type(src).__name__}")
     target = target or active_target()
+    if target.backend == INDUCTOR_CPU_BACKEND:
+        target = INTERPRETER_TARGET
     kernel_options = _kernel_options(src, options)
     if isinstance(src, IRSource):
         def build_ir(codegen_target: GPUTarget) -> Module:

@@ -1,0 +1,217 @@
+"""torch.compile on the CPU with tritone answering `import triton`: every workload of
+bench/inductor_workloads.py at tiny size, compiled by Inductor's Triton CPU backend
+(`cpu_backend="triton"`), its kernels run by tritone's interpreter through Inductor's own
+launchers, compared with eager (float64 reference), and every kernel Inductor kept also
+compiled by NVRTC for sm_75, sm_80 and sm_90.
+
+The workloads run in `bench/inductor.py --check` workers (a subprocess with
+TRITONE_AS_TRITON=1, fresh Inductor and Triton caches), several workloads per worker so
+torch is imported a few times, not once per workload. The slowest workloads are marked
+`slow`: `-m "not slow"` leaves them out."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.inductor import CaseResult, Comparison, cache_folders, format_table, geomean, worker_env
+
+pytest.importorskip("torch")
+
+from bench.inductor_workloads import WORKLOADS  # noqa: E402  (needs torch)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GPU_ARCHS = (75, 80, 90)
+SLOW = ("transformer_bwd", "mlp_train", "matmul")
+ON_CPU = [name for name, workload in WORKLOADS.items() if not workload.not_on_cpu]
+# One worker per group: the fast workloads share one, each slow one has its own.
+GROUPS = [tuple(name for name in ON_CPU if name not in SLOW)] + [(name,) for name in SLOW]
+_finished: dict[tuple[str, ...], dict[tuple[str, str], dict[str, str]]] = {}
+
+
+def _results(name: str, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, str]]:
+    """The CSV rows of `name`'s group, by (workload, dtype): the group's worker runs once."""
+    group = next(group for group in GROUPS if name in group)
+    if group not in _finished:
+        folder = tmp_path_factory.mktemp("inductor")
+        csv_path = folder / "results.csv"
+        command = [sys.executable, str(REPO_ROOT / "bench" / "inductor.py"), "--check", "--only", *group,
+                   "--nvrtc", *map(str, GPU_ARCHS), "--csv", str(csv_path), "--timeout", "600"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=folder)
+        assert csv_path.exists(), done.stdout[-4000:] + done.stderr[-4000:]
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            _finished[group] = {(row["workload"], row["dtype"]): row for row in csv.DictReader(handle)}
+    return _finished[group]
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
+                                  for name in ON_CPU])
+def test_workload_compiles_runs_and_matches_eager(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    rows = _results(name, tmp_path_factory)
+    gpu_compiles = 0
+    for dtype in ("fp32", "bf16"):
+        row = rows[(name, dtype)]
+        assert row["error"] == "", row["error"]
+        # Compiled and eager each measured against float64 eager; within the dtype's bound.
+        assert row["match"] == "True", (dtype, row["rel_err"], row["eager_rel_err"])
+        assert math.isfinite(float(row["rel_err"]))
+        # Inductor generated Triton kernels, tritone compiled them, and nothing else did.
+        assert int(row["inductor_kernels"]) >= 1 and int(row["compilations"]) >= 1, row
+        assert row["proof"] == "", row["proof"]
+        assert "tritone.compiler.compiler" in row["notes"], row["notes"]
+        # Each kept kernel compiled once per GPU target (kernels an earlier case compiled are not repeated).
+        assert row["nvrtc_failures"] in ("", "[]"), row["nvrtc_failures"]
+        assert int(row["nvrtc"]) % len(GPU_ARCHS) == 0
+        gpu_compiles += int(row["nvrtc"])
+    assert gpu_compiles >= len(GPU_ARCHS)
+
+
+def test_check_reports_what_the_cpu_cannot_run(tmp_path: Path) -> None:
+    # flex_attention: Inductor has only a C++ template for it on the CPU. The table says so.
+    unsupported = [name for name, workload in WORKLOADS.items() if workload.not_on_cpu]
+    assert unsupported == ["flex_causal", "flex_sliding"]
+    csv_path = tmp_path / "flex.csv"
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "inductor.py"), "--check", "--only",
+                           *unsupported, "--csv", str(csv_path)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.count("not run: Inductor lowers flex_attention on the CPU") == 2 * len(unsupported)
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {(row["workload"], row["dtype"]) for row in rows} == {(name, dtype) for name in unsupported
+                                                                 for dtype in ("fp32", "bf16")}
+    assert all(row["skipped"] and not row["match"] for row in rows)
+
+
+def _result(side: str, steady: float, graphs: float | None, cold: float, **extra) -> CaseResult:
+    return CaseResult("softmax", "bf16", side, match=True, graphs_match=True if graphs else None, steady_ms=steady,
+                      graphs_ms=graphs, cold_s=cold, inductor_kernels=2, cubins=6, **extra)
+
+
+def test_table_ratios_geomeans_and_problems() -> None:
+    rows = [
+        Comparison("softmax", "bf16", _result("triton", 2.0, 1.0, 10.0), _result("tritone", 1.0, 1.0, 5.0)),
+        Comparison("cumsum", "fp32", _result("triton", 1.0, None, 4.0), _result("tritone", 2.0, None, 1.0)),
+        Comparison("argmax", "fp32", _result("triton", 1.0, 1.0, 1.0),
+                   CaseResult("argmax", "fp32", "tritone", error="RuntimeError: " + "x" * 300)),
+    ]
+    assert rows[0].steady_ratio == pytest.approx(0.5) and rows[1].steady_ratio == pytest.approx(2.0)
+    assert rows[2].steady_ratio is None and rows[1].graphs_ratio is None
+    table = format_table(rows, "title").splitlines()
+    assert all(len(line) <= 100 for line in table)
+    softmax = next(line for line in table if line.startswith("softmax"))
+    assert softmax.split()[2:] == ["2.000", "0.50", "1.00", "10.0", "0.50", "2/6", "2/6", "yes/yes"]
+    argmax = table.index(next(line for line in table if line.startswith("argmax")))
+    assert table[argmax].split()[-1] == "yes/error"
+    assert table[argmax + 1].startswith("    tritone: RuntimeError: xxx") and table[argmax + 1].endswith("...")
+    means = next(line for line in table if line.startswith("geomean")).split()
+    # Steady: geomean(0.5, 2.0) = 1; graphs: only softmax has both; cold: geomean(0.5, 0.25).
+    assert means[1:] == ["1.00", "1.00", f"{math.sqrt(0.5 * 0.25):.2f}"]
+    assert "slowest relative to upstream: cumsum fp32 (2.00x)" in table
+
+
+def test_geomean_ignores_missing_figures() -> None:
+    assert geomean([4.0, None, 1.0, math.inf]) == pytest.approx(2.0)
+    assert geomean([]) is None
+
+
+def test_worker_environment_chooses_the_side_and_fresh_caches(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "shared"))
+    for side, answer in (("triton", "0"), ("tritone", "1")):
+        env = worker_env(side, tmp_path / side, "cuda")
+        assert env["TRITONE_AS_TRITON"] == answer and "TRITON_INTERPRET" not in env
+        caches = [Path(env[name]) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
+        assert all(path.is_dir() and not any(path.iterdir()) for path in caches)
+        assert all(tmp_path / side in path.parents for path in caches)
+        assert str(REPO_ROOT) in env["PYTHONPATH"].split(os.pathsep)
+
+
+def test_cubins_outside_tritones_cache_entries_are_found(tmp_path: Path) -> None:
+    from tritone.runtime.cache import KernelCache
+
+    cache = KernelCache(str(tmp_path))
+    for key in ("ab" * 16, "cd" * 16):
+        assert cache.put(key, "triton_poi_fused_0", {"cubin": os.urandom(64), "ptx": b"//"}, {"num_warps": 4})
+    # Upstream Triton's layout: a 52-character folder holding the cubin and its JSON.
+    upstream = tmp_path / ("A" * 52)
+    upstream.mkdir()
+    (upstream / "triton_poi_fused_0.cubin").write_bytes(os.urandom(64))
+    (tmp_path / "unrelated").mkdir()
+    assert cache_folders(tmp_path) == (2, ["A" * 52])
+
+
+def test_a_checkout_without_the_hook_gets_it_through_sitecustomize(tmp_path: Path, monkeypatch) -> None:
+    import bench.inductor as inductor
+
+    monkeypatch.setattr(inductor, "_hook_installed", lambda: False)
+    env = worker_env("tritone", tmp_path, "cpu")
+    boot = env["PYTHONPATH"].split(os.pathsep)[0]
+    assert Path(boot).parent == tmp_path
+    assert "_tritone_triton_hook.install()" in (Path(boot) / "sitecustomize.py").read_text(encoding="utf-8")
+    # Upstream's side never gets it.
+    assert "boot" not in worker_env("triton", tmp_path / "up", "cpu")["PYTHONPATH"]
+    done = subprocess.run([sys.executable, "-c", "import triton; print(triton.__name__, triton.__file__)"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.split()[0] == "tritone", done.stderr[-2000:]
+    assert Path(done.stdout.split()[1]).parent.parent == REPO_ROOT
+
+
+def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None:
+    import bench.inductor as inductor
+
+    calls = []
+
+    def fake_worker(side, cases, args, timeout):
+        calls.append((side, tuple(cases)))
+        if cases[0][0] == "cumsum" and side == "tritone":
+            return [], "worker exit status 1"  # a crashed worker: its cases get its reason
+        steady = 2.0 if side == "triton" else 1.0
+        return [CaseResult(name, dtype, side, match=True, steady_ms=steady, cold_s=1.0) for name, dtype in cases], ""
+
+    monkeypatch.setattr(inductor, "run_worker", fake_worker)
+    monkeypatch.setattr(inductor, "_device_title", lambda check: "a GPU")
+    assert inductor.main(["--only", "softmax", "cumsum"]) == 1  # the crashed worker is the harness's failure
+    # Full mode: one case per worker, upstream first, never two at once (sequential calls).
+    assert calls == [(side, ((name, dtype),)) for name in ("softmax", "cumsum") for dtype in ("fp32", "bf16")
+                     for side in ("triton", "tritone")]
+    table = capsys.readouterr().out
+    assert "tritone: worker exit status 1" in table
+    assert next(line for line in table.splitlines() if line.startswith("softmax")).split()[3] == "0.50"
+
+    calls.clear()
+    assert inductor.main(["--quick", "--only", "softmax"]) == 0
+    assert calls == [(side, (("softmax", "fp32"), ("softmax", "bf16"))) for side in ("triton", "tritone")]
+
+    calls.clear()
+    assert inductor.main(["--only", "softmax", "--budget", "0"]) == 0
+    assert calls == [] and capsys.readouterr().out.count("not run: --budget spent") == 4
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_float64_reference_sees_the_cases_numbers(dtype: str) -> None:
+    import torch
+
+    from bench.inductor_workloads import DTYPES, values_of
+
+    for name, workload in WORKLOADS.items():
+        fn, inputs = workload.build("cpu", DTYPES[dtype], "tiny")
+        with values_of(DTYPES[dtype]):
+            reference_fn, reference_inputs = workload.build("cpu", torch.float64, "tiny")
+        pairs = list(zip(inputs, reference_inputs))
+        if isinstance(fn, torch.nn.Module):
+            pairs += list(zip(fn.parameters(), reference_fn.parameters()))
+        assert len(pairs) >= len(inputs) >= 1
+        for value, reference in pairs:
+            if value.is_floating_point():
+                assert value.dtype == DTYPES[dtype] and reference.dtype == torch.float64, name
+                assert torch.equal(value.double(), reference), name
+                assert value.numel() == 1 or float(value.detach().double().std()) > 0, name  # drawn, not a constant
+            else:
+                assert torch.equal(value, reference), name
