@@ -24,7 +24,7 @@ from tests.kernels._loader import KERNELS_PATH, OPS_PATH, load_kernels
 from tests.kernels._op_cases_blocks import BLOCK_CASES
 from tritone import knobs
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import GPU_PASSES
+from tritone.backends.cuda.lowering import GPU_PASSES
 from tritone.compiler.compiler import ASTSource
 from tritone.frontend import ast_to_ir
 from tritone.ir import parse_module, print_module, verify

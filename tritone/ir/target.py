@@ -1,10 +1,8 @@
 """What a compilation is for: the target (`GPUTarget`) and the options
-(`KernelOptions`), both frozen values hashed into cache keys; and the backend
-objects Triton's API hands out (`make_backend(target)`, `tritone.backends.backends`),
-which turn option dicts into `KernelOptions` for a target.
-
-There is deliberately no `AttrsDescriptor` here: without it TorchInductor
-passes specialization attributes as plain dicts `{(i,): [["tt.divisibility", 16]]}`.
+(`KernelOptions`), both frozen values hashed into cache keys. Target-neutral
+vocabulary: the language, the frontend and every backend read them; Triton's
+paths (`triton.backends.compiler.GPUTarget`, `triton.compiler.GPUTarget`)
+re-export them.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from .. import knobs
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,6 @@ class KernelOptions:
         """Options from user keywords (unknown keys are the caller's to reject);
         unset fields take the defaults of the knobs (`TRITON_DEFAULT_FP_FUSION`,
         `TRITON_F32_DEFAULT`, `TRITON_DEBUG`)."""
-        from .. import knobs
-
         given = {key: value for key, value in values.items() if key in cls.FIELD_NAMES and value is not None}
         given.setdefault("enable_fp_fusion", knobs.language.default_fp_fusion)
         given.setdefault("default_dot_input_precision", knobs.language.fp32_default or "tf32")
@@ -151,122 +149,3 @@ class KernelOptions:
 
 # The launch keywords that are compile options.
 KernelOptions.FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(KernelOptions))
-
-
-class BaseBackend:
-    """A compilation backend as Triton's API exposes it (`make_backend(target)`):
-    it knows its `target` and turns an option dict into the `KernelOptions`
-    compiled with (`parse_options`). tritone's compiler itself is
-    `tritone.compiler.compile`; the backend objects exist for callers of
-    Triton's API, TorchInductor among them."""
-
-    binary_ext = "ttir"
-
-    def __init__(self, target: GPUTarget):
-        if not self.supports_target(target):
-            raise ValueError(f"{type(self).__name__} does not compile for {target}")
-        self.target = target
-
-    @staticmethod
-    def supports_target(target: GPUTarget) -> bool:
-        raise NotImplementedError
-
-    def option_defaults(self) -> dict[str, Any]:
-        """Options that depend on the target, used where the caller gives none."""
-        return {}
-
-    def parse_options(self, options: dict[str, Any]) -> KernelOptions:
-        """The `KernelOptions` for `options` (names of `KernelOptions`; others and
-        None values are ignored, as Triton's backends ignore them), with the
-        target's defaults and the knobs' (`TRITON_DEFAULT_FP_FUSION`,
-        `TRITON_F32_DEFAULT`, `TRITON_DEBUG`) where `options` gives none."""
-        given = {key: value for key, value in options.items() if value is not None}
-        return KernelOptions.from_dict({**self.option_defaults(), **given})
-
-    # The specialization answers of Triton's backends, which callers of Triton's
-    # API (TorchInductor's kernel analysis) turn into compile attributes. A
-    # backend that types tensors itself sets this False (see
-    # `runtime.jit.native_specialize_impl`); tritone's launcher uses the rule below.
-    supports_native_tensor_specialization = True
-
-    @staticmethod
-    def parse_attr(desc: str) -> list[list[Any]]:
-        """The compile attributes of an argument's specialization attribute:
-        `"D"` -> `[["tt.divisibility", 16]]`, `""` -> `[]`."""
-        if not isinstance(desc, str):
-            raise TypeError(f"a specialization attribute is a string such as 'D', got {desc!r}")
-        return [["tt.divisibility", 16]] if "D" in desc else []
-
-    @staticmethod
-    def get_int_specialization(arg: int, **kwargs: Any) -> str:
-        """`"D"` when the int is a multiple of 16 and `align=True` is given, else `""`."""
-        return "D" if kwargs.get("align", False) and arg % 16 == 0 else ""
-
-    @staticmethod
-    def get_tensor_specialization(arg: Any, **kwargs: Any) -> str:
-        """`"D"` when the tensor's address is 16-byte aligned and `align=True` is
-        given, else `""`."""
-        from ..runtime.specialize import data_address
-
-        return "D" if kwargs.get("align", False) and data_address(arg) % 16 == 0 else ""
-
-    def get_arg_specialization(self, arg: Any, ty: str, **kwargs: Any) -> str:
-        """The attribute of an int (`ty == "int"`) or a tensor (`ty == "tensor"`),
-        as Triton 3.3-3.4 backends answer `specialize_extra`."""
-        if ty == "int":
-            return self.get_int_specialization(arg, **kwargs)
-        if ty == "tensor":
-            return self.get_tensor_specialization(arg, **kwargs)
-        raise ValueError(f"get_arg_specialization: kind must be 'int' or 'tensor', got {ty!r}")
-
-    def hash(self) -> str:
-        """A digest of what the backend compiles for (part of Triton's cache keys)."""
-        return hashlib.sha256(f"{type(self).__name__}-{self.target!r}".encode()).hexdigest()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.target!r})"
-
-
-class CUDABackend(BaseBackend):
-    """NVIDIA GPUs: `GPUTarget("cuda", capability, 32)`."""
-
-    binary_ext = "cubin"
-
-    @staticmethod
-    def supports_target(target: GPUTarget) -> bool:
-        return target.backend == "cuda"
-
-    def option_defaults(self) -> dict[str, Any]:
-        capability = int(self.target.arch)
-        return {
-            "arch": f"sm{capability}",
-            # Triton widens fp8e4b15 dot operands on Hopper and warns that it will stop.
-            "deprecated_fp8_dot_operand_dtypes": ("fp8e4b15",) if capability >= 90 else (),
-            # Hopper's fp8 wgmma accumulates with fewer bits unless told otherwise, as in Triton.
-            "max_num_imprecise_acc_default": 2**30 if capability == 90 else 0,
-        }
-
-
-class InterpreterBackend(BaseBackend):
-    """tritone's CPU interpreter: `GPUTarget("interpreter", 0, 32)`, where kernels
-    run when no GPU is usable or TRITON_INTERPRET is set."""
-
-    @staticmethod
-    def supports_target(target: GPUTarget) -> bool:
-        return target.backend == INTERPRETER_TARGET.backend
-
-    def option_defaults(self) -> dict[str, Any]:
-        # numpy rounds to every fp8 format, fp8e4b15 included.
-        return {"backend_name": INTERPRETER_TARGET.backend,
-                "supported_fp8_dtypes": ("fp8e4b15", "fp8e4b8", "fp8e4nv", "fp8e5", "fp8e5b16")}
-
-
-BACKEND_CLASSES: tuple[type[BaseBackend], ...] = (CUDABackend, InterpreterBackend)
-
-
-def make_backend(target: GPUTarget) -> BaseBackend:
-    """The backend compiling for `target`; RuntimeError when none does."""
-    for backend_class in BACKEND_CLASSES:
-        if backend_class.supports_target(target):
-            return backend_class(target)
-    raise RuntimeError(f"no tritone backend compiles for {target}")

@@ -32,8 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import OutOfResources, TritonError
-from .cuda_driver import (
+from ...errors import OutOfResources, TritonError
+from ...tensors import TensorWrapper
+from .bindings.driver_api import (
     CudaDriver,
     CudaError,
     DeviceAttribute,
@@ -43,7 +44,6 @@ from .cuda_driver import (
     launch_attributes,
     launch_config,
 )
-from .jit import TensorWrapper
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 # Shared memory above this needs the MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in.
@@ -567,7 +567,7 @@ class LaunchPlan:
 
     def inline_parts(self) -> dict[str, Any] | None:
         """What code that launches this plan itself, without `launch`, uses (for the
-        dispatcher of `runtime.launch`): `acquire`/`release` (the plan's lock, held
+        dispatcher of `runtime.dispatch`): `acquire`/`release` (the plan's lock, held
         while the storage is written and launched from), `storage` (one ctypes value
         per run-time parameter), `params` (their addresses), `config` (a
         `LaunchConfig` whose `grid_x` and `stream` the caller sets) at

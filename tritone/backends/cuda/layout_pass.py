@@ -44,9 +44,9 @@ from typing import Iterator
 from tritone.ir.core import Function, Module, Operation, Region, Value, replace_all_uses
 from tritone.ir.ops import BINARY_OPS, FLOAT_MATH_OPS, is_removable_when_unused
 
+from ...ir.layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
-from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 
 # Ops whose block operands and results all share one layout.
 ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {

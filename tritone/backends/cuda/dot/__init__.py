@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 
 from tritone.ir.core import Operation
 
-from ..layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
+from ....ir.layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
 
 
 class DotImplementation(ABC):

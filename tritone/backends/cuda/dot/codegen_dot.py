@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from tritone.ir.core import Operation, Value
 
+from ....ir.layouts import SwizzledSharedLayout
 from ..codegen_base import CodegenError, Emitter, emits
 from ..codegen_layout import _unique_registers
 from ..codegen_memory import owner_condition
-from ..layouts import SwizzledSharedLayout
 from . import select
 from .shared import (
     TileGeometry,
