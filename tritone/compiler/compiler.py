@@ -31,14 +31,11 @@ from ..backends.compiler import BaseBackend
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
 from ..backends.sites import active_target
 from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
-from ..frontend import ast_to_ir
 from ..ir.parser import parse_module
 from ..ir.target import GPUTarget, KernelOptions
 from ..ir.types import parse_type, type_text
 from ..ir.verifier import verify
 from ..language.core import constexpr
-from ..passes import run_pipeline
-from ..runtime.cache import triton_key
 from .timer import CompileTimer
 
 if TYPE_CHECKING:
@@ -250,6 +247,8 @@ class IRSource:
         """A fresh copy of the module after the target-independent passes (so a
         dump taken between passes compiles too); backends rewrite the module
         they lower, hence a copy each time."""
+        from ..passes import run_pipeline  # see _frontend: loaded by the first compilation
+
         return run_pipeline(parse_module(self.src))
 
 
@@ -294,6 +293,8 @@ def get_cache_key(src: ASTSource | IRSource, backend: BaseBackend, backend_optio
                   env_vars: Mapping[str, str]) -> str:
     """Triton's cache key of a compilation: tritone's own digest, the source's,
     the backend's, the options' and the environment variables that matter."""
+    from ..runtime.cache import triton_key  # see _frontend: loaded by the first compilation
+
     return (f"{triton_key()}-{src.hash()}-{backend.hash()}-{backend_options.hash()}-"
             f"{sorted(env_vars.items())}")
 
@@ -473,6 +474,11 @@ def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions |
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
     # The interpreter holds every fp8 format; a GPU only those of its options.
     supported_fp8 = registry.backend_for(target).fp8_dtypes(kernel_options)
+    # The frontend, the passes and the disk cache are loaded by the first
+    # compilation that needs them, not by `import tritone` (about 200 ms
+    # together); a kernel found in the disk cache never needs the first two.
+    from ..frontend import ast_to_ir
+
     module = ast_to_ir(src.fn, signature, constexprs, frontend_options, supported_fp8=supported_fp8)
     return module, frontend_options, kernel_options.debug
 
@@ -487,6 +493,8 @@ def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | N
     """The optimised IR of `src` for `target`: the frontend, then the passes
     (`options` as for `compile`). What the backends start from."""
     module, frontend_options, verify = _frontend(src, target, options)
+    from ..passes import run_pipeline  # see _frontend: loaded by the first compilation
+
     return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=verify)
 
 
