@@ -20,8 +20,8 @@ import pytest
 
 import tritone
 import tritone.language as tl
+from tests.backends.cuda.test_launch_plan import FakeGPU
 from tests.runtime import _pickled_kernels as kernels
-from tests.runtime.test_launcher import FakeGPU
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda.bindings import driver_api
 from tritone.compiler import ASTSource, CompiledKernel

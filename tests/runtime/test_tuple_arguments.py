@@ -284,7 +284,7 @@ def test_the_c_launcher_spelling_of_a_tuple_is_refused():
 
 
 def test_plan_writes_the_leaves_in_order():
-    from tests.runtime.test_launcher import FakeGPU
+    from tests.backends.cuda.test_launch_plan import FakeGPU
     from tritone.backends.cuda.launch_plan import LaunchPlan
 
     gpu = FakeGPU()
