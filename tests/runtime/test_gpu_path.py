@@ -253,6 +253,8 @@ def test_a_forced_target_replaces_the_device_s_capability(gpu, monkeypatch):
     sites.reset_active_target()
     with pytest.raises(ValueError, match="TRITONE_TARGET must name a compute capability.*'ampere'"):
         sites.active_target()
+    with pytest.raises(ValueError, match="'ampere'"):  # still undecided: not the interpreter by accident
+        sites.active_target()
 
 
 # ---------------------------------------------------------------- kernel[grid] on a simulated GPU

@@ -35,13 +35,16 @@ def _decide_gpu() -> Any:
     global _gpu, _gpu_reason
     with _gpu_lock:
         if _gpu is _UNDECIDED:
-            _gpu, _gpu_reason = None, None
+            # Decided only when every backend answered: one that raises (a bad
+            # TRITONE_TARGET) leaves it undecided, to raise again on the next launch.
+            found, why_not = None, None
             for name in registry.DEVICE_BACKENDS:
                 devices, reason = registry.target_backend(name).open_devices()
                 if devices is not None:
-                    _gpu, _gpu_reason = devices, None
+                    found, why_not = devices, None
                     break
-                _gpu_reason = _gpu_reason or reason
+                why_not = why_not or reason
+            _gpu, _gpu_reason = found, why_not
         return _gpu
 
 
