@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tritone.backends.cuda.bindings import driver_api, libs
-from tritone.backends.cuda.bindings.nvrtc import compile_cuda
-from tritone.backends.cuda.launch_plan import LaunchSpec, Parameter, plan_for
+from tritone.backends.cuda.bindings import driver_api, libs  # noqa: E402
+from tritone.backends.cuda.bindings.nvrtc import compile_cuda  # noqa: E402
+from tritone.backends.cuda.launch_plan import LaunchSpec, Parameter, plan_for  # noqa: E402
 
 KERNEL = r"""
 extern "C" __global__ void scale_add(const float* x, float* y, int n, float alpha) {

@@ -1,7 +1,8 @@
 """Triton's `triton.backends.compiler`: `BaseBackend`, the compiler objects its
 API hands out (`make_backend(target)`, `tritone.backends.backends`), which turn
-option dicts into `KernelOptions` for a target; and the target vocabulary
-(`GPUTarget`, `KernelOptions`, ...) that lives in `tritone.ir.target`.
+option dicts into `KernelOptions` for a target. The target vocabulary
+(`GPUTarget`, `KernelOptions`, ...) lives in `tritone.ir.target`; `GPUTarget`
+is here too, at Triton's path `triton.backends.compiler.GPUTarget`.
 
 There is deliberately no `AttrsDescriptor` here: without it TorchInductor
 passes specialization attributes as plain dicts `{(i,): [["tt.divisibility", 16]]}`.
@@ -13,15 +14,7 @@ import hashlib
 from typing import Any
 
 from ..errors import TritonError
-from ..ir.target import (  # noqa: F401  (Triton's path: triton.backends.compiler.GPUTarget)
-    DOT_INPUT_PRECISIONS,
-    INTERPRETER_TARGET,
-    SUPPORTED_FP8_DTYPES,
-    GPUTarget,
-    InvalidOptionError,
-    KernelOptions,
-    check_ctas_for,
-)
+from ..ir.target import GPUTarget, KernelOptions
 from ..tensors import data_address
 from . import registry
 

@@ -22,9 +22,9 @@ from ... import knobs
 from ...errors import PTXASError
 from ...ir.core import Module
 from ...ir.printer import print_module
+from ...ir.target import GPUTarget, KernelOptions, check_ctas_for
 from ...runtime.cache import KernelCache, default_cache, triton_key
 from ..base import KernelBinary
-from ..compiler import GPUTarget, KernelOptions, check_ctas_for
 from .bindings import driver_api, libs
 from .bindings.nvrtc import CompileResult, NVRTCError
 
