@@ -7,7 +7,6 @@ for those it compiles for."""
 from __future__ import annotations
 
 import importlib
-import threading
 
 from ..errors import TritonError
 from ..ir.target import GPUTarget
@@ -24,7 +23,6 @@ REGISTRY: dict[str, str] = {
 DEVICE_BACKENDS: tuple[str, ...] = ("cuda",)
 
 _loaded: dict[str, TargetBackend] = {}
-_lock = threading.Lock()
 
 
 def target_backend(name: str) -> TargetBackend:
@@ -35,14 +33,14 @@ def target_backend(name: str) -> TargetBackend:
         if module is None:
             raise TritonError(f"tritone has no backend {name!r}; it compiles for "
                               f"{', '.join(repr(known) for known in REGISTRY)}")
-        with _lock:
-            backend = _loaded.setdefault(name, importlib.import_module(module).BACKEND)
+        # Threads racing here import the same module and so find the same BACKEND.
+        backend = _loaded.setdefault(name, importlib.import_module(module).BACKEND)
     return backend
 
 
 def backend_for(target: GPUTarget) -> TargetBackend:
     """The backend compiling for `target`; TritonError naming it when none does."""
     if target.backend not in REGISTRY:
-        raise TritonError(f"tritone compiles for CUDA GPUs (GPUTarget('cuda', arch, 32)) and for its CPU "
-                          f"interpreter, not for {target}")
+        raise TritonError(f"tritone compiles for the targets {', '.join(repr(known) for known in REGISTRY)}, "
+                          f"not for {target}")
     return target_backend(target.backend)
