@@ -4,6 +4,12 @@ and `backends.backends` all go through it."""
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -87,3 +93,20 @@ def test_kernels_run_on_a_registered_device_backend(fake):
         np.testing.assert_allclose(out, x * np.float32(factor), rtol=1e-6)
     assert fake.compiled == [("scale_kernel", FAKE_TARGET)] and fake.loaded == ["scale_kernel"]
     assert scale_kernel.device_caches.ready, "the dispatcher's fast path was not armed for the fake device"
+
+
+def test_loading_the_cuda_backend_leaves_the_code_generator_and_frontend_unloaded():
+    # A kernel found in the disk cache is loaded and launched through the backend
+    # object alone; the lowering, the frontend and the passes come in with the first
+    # compilation that needs them (the warm-cache first call stays fast).
+    root = Path(__file__).resolve().parents[2]
+    script = ("import sys, tritone; from tritone.backends import registry; registry.target_backend('cuda'); "
+              "print(sorted(name for name in sys.modules if name.startswith('tritone.')))")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                            cwd=root, check=True)
+    loaded = set(ast.literal_eval(result.stdout.strip().splitlines()[-1]))
+    assert "tritone.backends.cuda.backend" in loaded and "tritone.backends.cuda.launch_plan" in loaded
+    heavy = ("tritone.backends.cuda.lowering", "tritone.backends.cuda.codegen", "tritone.frontend", "tritone.passes")
+    unwanted = {name for name in loaded if name.startswith(heavy)}
+    assert not unwanted, f"loaded with the CUDA backend: {sorted(unwanted)}"
