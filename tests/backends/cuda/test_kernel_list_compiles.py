@@ -44,7 +44,6 @@ from tests.kernels._cases import KERNEL_CASES, KernelCase
 from tests.kernels._data import seed_for
 from tests.kernels._loader import KERNELS_PATH, OPS_PATH, load_kernels
 from tests.kernels.test_ops import ALL_OP_CASES
-from tritone import knobs
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import build
 from tritone.backends.cuda.bindings import libs
@@ -92,7 +91,9 @@ def _launched(path: Path, cases: Sequence[KernelCase]) -> list[Specialisation]:
         return launcher
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(knobs.runtime, "interpret", True)
+        # Through the environment: undoing a setattr would leave the knob assigned (False) for later tests.
+        patch.setenv("TRITON_INTERPRET", "1")
+        patch.delenv("TRITONE_INTERPRET", raising=False)
         patch.setattr(JITFunction, "__getitem__", warm_up_instead)
         for case in cases:
             current[0] = case.name
