@@ -39,8 +39,10 @@ def fake(monkeypatch):
     monkeypatch.setattr(registry, "_loaded", {})
     monkeypatch.setitem(registry.REGISTRY, "fake", FAKE_MODULE)
     monkeypatch.setattr(registry, "DEVICE_BACKENDS", ("fake",))
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    # The knobs every launch reads, unset: the dispatcher's fast path is armed only then.
+    for name in ("TRITON_INTERPRET", "TRITONE_INTERPRET", "TRITON_ALWAYS_COMPILE", "TRITON_DEBUG", "TRITON_F32_DEFAULT",
+                 "TRITON_DEFAULT_FP_FUSION"):
+        monkeypatch.delenv(name, raising=False)
     sites.reset_active_target()
     scale_kernel.device_caches.clear()
     backend = registry.target_backend("fake")  # imported by its module path, as the registry does
