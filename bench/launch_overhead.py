@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tritone.runtime import cuda_driver, libs  # noqa: E402
-from tritone.runtime.launcher import LaunchSpec, Parameter, plan_for  # noqa: E402
-from tritone.runtime.nvrtc import compile_cuda  # noqa: E402
+from tritone.backends.cuda.bindings import driver_api, libs  # noqa: E402
+from tritone.backends.cuda.bindings.nvrtc import compile_cuda  # noqa: E402
+from tritone.backends.cuda.launch_plan import LaunchSpec, Parameter, plan_for  # noqa: E402
 
 KERNEL = r"""
 extern "C" __global__ void scale_add(const float* x, float* y, int n, float alpha) {
@@ -62,9 +62,9 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=5000)
     arguments = parser.parse_args()
     try:
-        driver = cuda_driver.driver()
+        driver = driver_api.driver()
         device = driver.device(0)
-    except (libs.LibraryNotFound, cuda_driver.CudaError) as error:
+    except (libs.LibraryNotFound, driver_api.CudaError) as error:
         print(f"no usable NVIDIA GPU, nothing to measure: {error}")
         return 0
     try:
@@ -101,7 +101,7 @@ def main() -> int:
     prototyped_ex = driver.function("cuLaunchKernelEx")
     bare_ex = type(prototyped_ex)(ctypes.cast(prototyped_ex, ctypes.c_void_p).value)
     bare_ex.restype = ctypes.c_int32
-    config = cuda_driver.launch_config((1, 1, 1), (256, 1, 1), 0, stream)
+    config = driver_api.launch_config((1, 1, 1), (256, 1, 1), 0, stream)
     config_address = ctypes.c_void_p(ctypes.addressof(config))
     launch = plan.launch
     paths = {

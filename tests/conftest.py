@@ -22,10 +22,10 @@ def _why_no_gpu() -> str | None:
     """None when kernels can run on a GPU here: the driver library loads and
     initialises, it sees a device, and an NVRTC for that device is found. Else
     what is missing."""
-    from tritone.runtime import cuda_driver, libs
+    from tritone.backends.cuda.bindings import driver_api, libs
 
     try:
-        driver = cuda_driver.driver()
+        driver = driver_api.driver()
         if driver.device_count() < 1:
             return "the CUDA driver sees no GPU"
         libs.nvrtc_for(driver.device(0).arch, driver_version=driver.driver_version())

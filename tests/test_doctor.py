@@ -25,6 +25,10 @@ import tritone
 from tests.platform._doctor_layouts import CUDA124, EMBEDDED_EXE, RTX_5090, TOOLKITS, windows
 from tritone import doctor, knobs
 from tritone.__main__ import main
+from tritone.backends.cuda import launch_plan
+from tritone.backends.cuda.bindings import libs
+from tritone.backends.cuda.bindings.driver_api import Device
+from tritone.backends.cuda.bindings.nvml import DisplayDriver
 from tritone.doctor import Check, Report, Status
 from tritone.doctor.cache_report import cache_checks, cache_command, cache_facts, parse_size
 from tritone.doctor.gpu import GpuFacts, gpu_facts, nvrtc_checks
@@ -33,9 +37,7 @@ from tritone.doctor.packages import TorchFacts, torch_facts, triton_facts
 from tritone.doctor.provider import provider_facts
 from tritone.doctor.python_env import python_checks, python_facts
 from tritone.platform import SimulatedPlatform, host
-from tritone.runtime import cache, launcher, libs
-from tritone.runtime.cuda_driver import Device
-from tritone.runtime.nvml import DisplayDriver
+from tritone.runtime import cache
 
 
 def by_name(checks, name):
@@ -242,12 +244,12 @@ def test_cache_not_writable_message_and_doctor_check(private_temp, monkeypatch):
 
 def test_cpu_tensor_for_a_gpu_kernel_names_the_parameter():
     torch = pytest.importorskip("torch")
-    parameter = launcher.Parameter(2, "out_ptr", "*fp32")
+    parameter = launch_plan.Parameter(2, "out_ptr", "*fp32")
     with pytest.raises(ValueError) as caught:
-        launcher.pointer_address(torch.zeros(4), parameter, 0, None)
+        launch_plan.pointer_address(torch.zeros(4), parameter, 0, None)
     assert str(caught.value).startswith("Pointer argument out_ptr (at 2) cannot be accessed from Triton (cpu tensor?)")
     with pytest.raises(ValueError) as caught:
-        launcher.pointer_address(np.zeros(4, np.float32), parameter, 0, None)
+        launch_plan.pointer_address(np.zeros(4, np.float32), parameter, 0, None)
     assert "out_ptr (at 2)" in str(caught.value) and "copy it to the GPU first" in str(caught.value)
 
 

@@ -17,7 +17,7 @@ import torch
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tritone.runtime.launch import active_target
+from tritone.backends.sites import active_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PYPROJECT = EXAMPLES.parent / "pyproject.toml"

@@ -64,7 +64,7 @@ def test_defaults_and_values(monkeypatch):
 
 
 def test_launch_option_defaults_follow_the_knobs(monkeypatch):
-    from tritone.backends.compiler import KernelOptions
+    from tritone.ir.target import KernelOptions
 
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
     monkeypatch.setenv("TRITON_F32_DEFAULT", "tf32x3")

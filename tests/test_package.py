@@ -11,8 +11,8 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.runtime.device_array import KernelMemory
-from tritone.runtime.launch import active_target
+from tritone.backends.cuda.device_array import KernelMemory
+from tritone.backends.sites import active_target
 
 
 def test_top_level_names():

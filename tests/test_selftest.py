@@ -15,8 +15,8 @@ import pytest
 
 from tests.runtime._host_gpu import install_host_gpu
 from tritone import selftest
+from tritone.backends import sites
 from tritone.backends.compiler import GPUTarget
-from tritone.runtime import launch
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def test_the_gpu_branch_puts_the_inputs_in_device_memory(monkeypatch, interpret)
     table names the GPU. The simulated GPU's memory is host memory and the kernels
     run in the interpreter, which copies DeviceArrays through the driver."""
     gpu = install_host_gpu(monkeypatch)
-    monkeypatch.setattr(launch, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
+    monkeypatch.setattr(sites, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
     results = selftest.run_checks()
     assert all(r.passed for r in results), results
     assert {r.ran_on for r in results} == {"Simulated GPU (sm_90)"}
@@ -51,7 +51,7 @@ def test_the_gpu_branch_puts_the_inputs_in_device_memory(monkeypatch, interpret)
 
 def test_a_gpu_failure_is_reported_with_where_it_happened(monkeypatch, interpret):
     gpu = install_host_gpu(monkeypatch)
-    monkeypatch.setattr(launch, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
+    monkeypatch.setattr(sites, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
     gpu.library.functions["cuMemAlloc_v2"].implementation = lambda out, nbytes: 2  # out of memory
     results = selftest.run_checks(seed=1)
     assert not any(r.passed for r in results)
@@ -88,6 +88,6 @@ def test_selftest_without_torch():
     assert result.returncode == 0, result.stdout + result.stderr
     table = result.stdout[result.stdout.index("kernel "):].splitlines()
     assert len(table) == 5 and table[-1] == "all 3 passed"
-    target = launch.active_target()
+    target = sites.active_target()
     where = "CPU interpreter" if target.backend == "interpreter" else f"(sm_{target.arch})"
     assert all(line.endswith(where) for line in table[1:4]), result.stdout

@@ -40,8 +40,8 @@ def _dot_jobs(tree: Path) -> list[tuple[str, object, object]]:
     import test_dot_compile as dots
 
     import tritone.language as tl
-    from tritone.backends.compiler import KernelOptions
     from tritone.compiler.compiler import ASTSource
+    from tritone.ir.target import KernelOptions
 
     jobs = []
 
@@ -74,8 +74,8 @@ def _dot_jobs(tree: Path) -> list[tuple[str, object, object]]:
 
 def _example_jobs(tree: Path) -> list[tuple[str, object, object]]:
     """The examples' @jit kernels (the scripts themselves are not run: they launch)."""
-    from tritone.backends.compiler import KernelOptions
     from tritone.compiler.compiler import ASTSource
+    from tritone.ir.target import KernelOptions
 
     examples = {
         "vector_add": ({"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"},
@@ -112,7 +112,7 @@ def snapshot(out: Path) -> int:
     from tests.kernels._op_cases_blocks import BLOCK_CASES
     from tests.passes.test_gpu_passes_ir import _LAYOUT_MOVING_LAUNCHERS, _compiled_specialisations
     from tritone.backends.compiler import GPUTarget
-    from tritone.backends.cuda import generate_cuda
+    from tritone.backends.cuda.lowering import generate_cuda
     from tritone.compiler.compiler import make_ir
 
     specialisations = _compiled_specialisations(KERNELS_PATH, KERNEL_CASES)

@@ -31,7 +31,8 @@ NOT_PROVIDED = {
     "triton.backends.nvidia": "the CUDA backend is `tritone.backends.cuda`; `backends.backends['nvidia']` holds "
                               "its compiler and driver classes",
     "triton.compiler.code_generator": "the frontend is `tritone.frontend` (Python AST to tritone's IR)",
-    "triton.compiler.make_launcher": "launchers are Python (`runtime.launcher`); nothing is compiled for the host",
+    "triton.compiler.make_launcher": "launchers are Python (`backends.cuda.launch_plan`); nothing is compiled "
+                                     "for the host",
     "triton.experimental": "Gluon (the explicit-layout dialect) is not implemented",
     "triton.language.extra.cuda.gdc": "its functions (`gdc_wait`, `gdc_launch_dependents`) are in "
                                       "`tl.extra.cuda` itself",

@@ -15,11 +15,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .backends.compiler import GPUTarget
 from .compiler.compiler import frontend_ir
 from .ir.core import Module
+from .ir.target import GPUTarget
+from .runtime.dispatch import source_for_call
 from .runtime.jit import JITFunction
-from .runtime.launch import source_for_call
 
 # The target Triton's frontend tests compile for (the frontend does not depend on it).
 stub_target = GPUTarget("cuda", 100, 32)

@@ -17,7 +17,7 @@ import numpy as np
 import tritone as triton
 import tritone.language as tl
 
-from .runtime.device_array import KernelMemory
+from .backends.cuda.device_array import KernelMemory
 
 
 @triton.jit

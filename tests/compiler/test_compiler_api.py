@@ -12,10 +12,11 @@ import pytest
 import tritone as triton
 import tritone.language as tl
 from tritone import knobs
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from tritone.backends.compiler import GPUTarget
 from tritone.compiler import IRSource, LazyDict, get_cache_key, make_backend
 from tritone.compiler import compiler as compiler_module
 from tritone.compiler.compiler import ASTSource
+from tritone.ir.target import INTERPRETER_TARGET, KernelOptions
 
 RNG = np.random.default_rng()
 CUDA_OPTION_NAMES = {
@@ -123,7 +124,7 @@ def test_interpreter_backend_and_unknown_targets():
 
 
 def test_backends_registry_and_its_driver():
-    from tritone.runtime.driver import NvidiaDriver
+    from tritone.backends.cuda.driver import NvidiaDriver
 
     nvidia = triton.backends.backends["nvidia"]
     assert nvidia.driver is NvidiaDriver and isinstance(nvidia.driver.is_active(), bool)

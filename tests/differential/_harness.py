@@ -53,7 +53,7 @@ def tritone_implementation() -> Implementation:
         return impl
     # TRITONE_TEST_IMPL=upstream validates tests/kernels; the differential
     # tests always compare tritone with upstream.
-    launch = importlib.import_module("tritone.runtime.launch")
-    device = "cuda" if launch.active_target().backend == "cuda" else "cpu"
+    sites = importlib.import_module("tritone.backends.sites")
+    device = "cuda" if sites.active_target().backend == "cuda" else "cpu"
     return Implementation("tritone", importlib.import_module("tritone"), importlib.import_module("tritone.language"),
                           device, False)

@@ -24,7 +24,7 @@ import torch
 from tests.differential._harness import tritone_implementation
 from tests.kernels._cases import EXACT, KERNEL_CASES, Agreement, KernelCase, Outputs, run_case
 from tests.kernels._data import seed_for
-from tritone.runtime import launch
+from tritone.backends import sites
 
 pytestmark = pytest.mark.gpu
 
@@ -42,14 +42,14 @@ def _run_on_gpu(module, case: KernelCase, inputs, monkeypatch: pytest.MonkeyPatc
     with monkeypatch.context() as scope:
         for variable in INTERPRET_VARIABLES:
             scope.delenv(variable, raising=False)
-        assert launch.active_target().backend == "cuda", "the GPU run would not run on the GPU"
+        assert sites.active_target().backend == "cuda", "the GPU run would not run on the GPU"
         return run_case(module, case, inputs, "cuda")
 
 
 def _run_on_interpreter(module, case: KernelCase, inputs, monkeypatch: pytest.MonkeyPatch) -> Outputs:
     with monkeypatch.context() as scope:
         scope.setenv("TRITON_INTERPRET", "1")
-        assert launch.launch_site() == launch.INTERPRETER_SITE, "TRITON_INTERPRET did not select the interpreter"
+        assert sites.launch_site() == sites.INTERPRETER_SITE, "TRITON_INTERPRET did not select the interpreter"
         return run_case(module, case, inputs, "cpu")
 
 

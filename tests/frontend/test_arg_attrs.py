@@ -8,10 +8,10 @@ import pytest
 import tritone
 import tritone.language as tl
 from tests.frontend._helpers import DEFAULT_OPTIONS, compile_ir
-from tritone.backends.compiler import INTERPRETER_TARGET
-from tritone.backends.cuda import generate_cuda
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, compile
 from tritone.ir import parse_module, print_module
+from tritone.ir.target import INTERPRETER_TARGET
 from tritone.passes import run_pipeline
 
 SIGNATURE = {"x_ptr": "*fp32", "n": "i32", "scale": "fp32", "out_ptr": "*fp32"}

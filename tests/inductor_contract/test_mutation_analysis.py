@@ -14,8 +14,9 @@ import pytest
 import tritone
 from tests.inductor_contract import _kernels
 from tritone._C.libtriton import ir
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget, make_backend
+from tritone.backends.compiler import make_backend
 from tritone.compiler import ASTSource
+from tritone.ir.target import INTERPRETER_TARGET, GPUTarget
 
 
 def walked(kernel, signature: dict, constexprs: dict, target: GPUTarget = INTERPRETER_TARGET) -> tuple:

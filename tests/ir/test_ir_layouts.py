@@ -8,15 +8,9 @@ import textwrap
 
 import pytest
 
-from tritone.backends.cuda.layouts import (
-    BlockedLayout,
-    DotOperandLayout,
-    NvidiaMmaLayout,
-    SliceLayout,
-    SwizzledSharedLayout,
-)
 from tritone.ir import parse_module, print_module, verify
 from tritone.ir.core import Builder, Function, Module, Region
+from tritone.ir.layouts import BlockedLayout, DotOperandLayout, NvidiaMmaLayout, SliceLayout, SwizzledSharedLayout
 from tritone.ir.parser import IRParseError
 from tritone.ir.types import block_type, float16, float32, pointer_type
 from tritone.ir.verifier import IRVerificationError

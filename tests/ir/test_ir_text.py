@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from tritone.backends.cuda.layouts import BlockedLayout, SwizzledSharedLayout
 from tritone.ir import parse_module, print_function, print_module, print_op, verify
 from tritone.ir.core import Builder, Function, Location, Module, Region
+from tritone.ir.layouts import BlockedLayout, SwizzledSharedLayout
 from tritone.ir.ops import OP_SPECS
 from tritone.ir.parser import IRParseError
 from tritone.ir.types import block_type, float16, float32, int1, int32, int64, pointer_type, tensordesc_type, uint32

@@ -129,6 +129,6 @@ def implementation_under_test() -> Implementation:
     triton = importlib.import_module("tritone")
     tl = importlib.import_module("tritone.language")
     # The runtime alone decides between the GPU and its CPU interpreter.
-    launch = importlib.import_module("tritone.runtime.launch")
-    on_gpu = launch.active_target().backend == "cuda"
+    sites = importlib.import_module("tritone.backends.sites")
+    on_gpu = sites.active_target().backend == "cuda"
     return Implementation("tritone", triton, tl, "cuda" if on_gpu else "cpu", False)

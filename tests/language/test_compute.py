@@ -281,7 +281,8 @@ def test_libdevice_typing_rules():
 
 
 def test_options_from_the_runtime():
-    from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+    from tritone.backends.compiler import GPUTarget
+    from tritone.ir.target import INTERPRETER_TARGET
 
     assert Kernel(target=GPUTarget("cuda", 90, 32)).sem.target_capability == 90
     assert Kernel(target="sm_90a").sem.target_capability == 90

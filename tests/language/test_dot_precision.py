@@ -10,9 +10,10 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+from tritone.backends.compiler import GPUTarget
 from tritone.compiler import ASTSource
 from tritone.errors import CompilationError
+from tritone.ir.target import INTERPRETER_TARGET
 from tritone.ir.types import type_text
 
 from ._helpers import Kernel

@@ -10,9 +10,10 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+from tritone.backends.compiler import GPUTarget
 from tritone.compiler import ASTSource
 from tritone.ir.ops import is_pure, is_removable_when_unused
+from tritone.ir.target import INTERPRETER_TARGET
 from tritone.language.extra import cuda
 
 from ._helpers import Kernel

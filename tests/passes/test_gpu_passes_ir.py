@@ -22,9 +22,8 @@ from tests.kernels._cases import KERNEL_CASES
 from tests.kernels._data import seed_for
 from tests.kernels._loader import KERNELS_PATH, OPS_PATH, load_kernels
 from tests.kernels._op_cases_blocks import BLOCK_CASES
-from tritone import knobs
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import GPU_PASSES
+from tritone.backends.cuda.lowering import GPU_PASSES
 from tritone.compiler.compiler import ASTSource
 from tritone.frontend import ast_to_ir
 from tritone.ir import parse_module, print_module, verify
@@ -52,7 +51,9 @@ def _compiled_specialisations(path, cases) -> list[tuple[ASTSource, object]]:
         return launcher
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(knobs.runtime, "interpret", True)
+        # Through the environment: undoing a setattr would leave the knob assigned (False) for later tests.
+        patch.setenv("TRITON_INTERPRET", "1")
+        patch.delenv("TRITONE_INTERPRET", raising=False)
         patch.setattr(JITFunction, "__getitem__", warm_up_instead)
         for case in cases:
             getattr(kernels, case.launcher)(**case.make_inputs(np.random.default_rng(seed_for(case.name))))

@@ -13,11 +13,12 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+from tritone.backends.compiler import GPUTarget
 from tritone.compiler import ASTSource
 from tritone.compiler.compiler import make_ir
 from tritone.errors import CompilationError
 from tritone.ir import print_module, verify
+from tritone.ir.target import INTERPRETER_TARGET
 from tritone.passes import inline, map_elementwise, run_pipeline
 from tritone.passes.map_elementwise import MapElementwiseError
 

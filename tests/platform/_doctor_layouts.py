@@ -6,8 +6,8 @@ version."""
 
 from __future__ import annotations
 
+from tritone.backends.cuda.bindings.driver_api import DeviceAttribute
 from tritone.platform import SimulatedLibrary, SimulatedPlatform
-from tritone.runtime.cuda_driver import DeviceAttribute
 
 target = SimulatedLibrary.target
 

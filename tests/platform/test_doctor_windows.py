@@ -28,13 +28,13 @@ from tests.platform._doctor_layouts import (
     TORCH_LIB,
     windows,
 )
+from tritone.backends.cuda.bindings.nvml import DisplayDriver
 from tritone.doctor import Status
 from tritone.doctor.cache_report import CacheFacts, cache_checks
 from tritone.doctor.gpu import dot_path, gpu_checks, gpu_facts, nvrtc_checks
 from tritone.doctor.packages import TorchFacts, torch_checks, triton_checks, triton_facts, triton_installs
 from tritone.doctor.python_env import PythonFacts, python_checks
 from tritone.runtime import cache
-from tritone.runtime.nvml import DisplayDriver
 
 
 @pytest.fixture(autouse=True)

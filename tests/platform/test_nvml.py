@@ -1,4 +1,4 @@
-"""The display driver's version through NVML (tritone.runtime.nvml) on
+"""The display driver's version through NVML (tritone.backends.cuda.bindings.nvml) on
 simulated Linux machines: NVML answering, NVML missing or failing with the
 reason kept, the /proc/driver/nvidia/version fallback, every return code
 checked, nvmlShutdown after each successful nvmlInit_v2, and the doctor's
@@ -13,10 +13,17 @@ import numpy as np
 import pytest
 
 from tests.platform._doctor_layouts import simulated_driver, simulated_nvml
+from tritone.backends.cuda.bindings.nvml import (
+    DisplayDriver,
+    Nvml,
+    NvmlError,
+    display_driver,
+    kernel_module_version,
+    load_nvml,
+)
 from tritone.doctor import Report
 from tritone.doctor.gpu import gpu_checks, gpu_facts
 from tritone.platform import SimulatedLibrary, SimulatedPlatform
-from tritone.runtime.nvml import DisplayDriver, Nvml, NvmlError, display_driver, kernel_module_version, load_nvml
 
 H200 = ("NVIDIA H200", (9, 0))
 PROC = "/proc/driver/nvidia/version"

@@ -10,9 +10,9 @@ import ctypes
 
 import pytest
 
+from tritone.backends.cuda.bindings import driver_api
+from tritone.backends.cuda.bindings.driver_api import CudaDriver, DeviceAttribute
 from tritone.platform import SimulatedLibrary
-from tritone.runtime import cuda_driver
-from tritone.runtime.cuda_driver import CudaDriver, DeviceAttribute
 
 _INVALID_VALUE = 1
 _target = SimulatedLibrary.target
@@ -101,5 +101,5 @@ class HostBackedGPU:
 def install_host_gpu(monkeypatch: pytest.MonkeyPatch) -> HostBackedGPU:
     """A HostBackedGPU installed as this process's CUDA driver until the test ends."""
     simulated = HostBackedGPU()
-    monkeypatch.setattr(cuda_driver, "_driver", simulated.driver)
+    monkeypatch.setattr(driver_api, "_driver", simulated.driver)
     return simulated

@@ -1,5 +1,5 @@
 """The on-disk kernel cache (runtime/cache.py) and the cached GPU compile path
-(runtime/gpu_compile.py) with a stand-in NVRTC and code generator: layout,
+(runtime/build.py) with a stand-in NVRTC and code generator: layout,
 verification, damage and recompilation, concurrent writers, Windows paths."""
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import pytest
 
 import tritone
 import tritone.language as tl
-from tritone.backends.compiler import GPUTarget, KernelOptions
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import build
+from tritone.backends.cuda.bindings.nvrtc import CompileResult, NVRTCError
 from tritone.compiler.compiler import ASTSource
 from tritone.ir.printer import print_module
+from tritone.ir.target import KernelOptions
 from tritone.platform import SimulatedPlatform, host
 from tritone.runtime import cache as cache_module
-from tritone.runtime import gpu_compile
 from tritone.runtime.cache import (
     IncompleteFolder,
     KernelCache,
@@ -34,7 +36,6 @@ from tritone.runtime.cache import (
     triton_key,
     writable,
 )
-from tritone.runtime.nvrtc import CompileResult, NVRTCError
 
 TARGET = GPUTarget("cuda", 86, 32)
 
@@ -87,9 +88,9 @@ def compile_once(root: Path, compiler: CountingCompiler, module_ir, **kwargs):
         builds.append(target)
         return module_ir
 
-    binary = gpu_compile.compile_kernel(
+    binary = build.compile_kernel(
         "copy_kernel", SOURCE.hash(), build_ir, TARGET, kwargs.pop("options", KernelOptions()),
-        toolchain=gpu_compile.Toolchain(compiler, 86, kwargs.pop("ptx_only", False)),
+        toolchain=build.Toolchain(compiler, 86, kwargs.pop("ptx_only", False)),
         cache=KernelCache(str(root)), generate=fake_generate, always_compile=kwargs.pop("always_compile", False))
     return binary, builds
 
@@ -135,18 +136,18 @@ def test_entry_names_shorten_long_names_but_keep_the_cubin_inductor_opens():
 
 def test_cache_key_depends_on_every_input():
     compiler = CountingCompiler()
-    base = gpu_compile.Toolchain(compiler, 86, False)
-    key = gpu_compile.cache_key("src", KernelOptions(), TARGET, base)
+    base = build.Toolchain(compiler, 86, False)
+    key = build.cache_key("src", KernelOptions(), TARGET, base)
     assert len(key) == 32 and int(key, 16) >= 0
     newer = CountingCompiler()
     newer.version = (13, 0)
     variants = [
-        gpu_compile.cache_key("src2", KernelOptions(), TARGET, base),
-        gpu_compile.cache_key("src", KernelOptions(num_warps=8), TARGET, base),
-        gpu_compile.cache_key("src", KernelOptions(enable_fp_fusion=False), TARGET, base),
-        gpu_compile.cache_key("src", KernelOptions(), GPUTarget("cuda", 90, 32), base),
-        gpu_compile.cache_key("src", KernelOptions(), TARGET, gpu_compile.Toolchain(newer, 86, False)),
-        gpu_compile.cache_key("src", KernelOptions(), TARGET, gpu_compile.Toolchain(compiler, 86, True)),
+        build.cache_key("src2", KernelOptions(), TARGET, base),
+        build.cache_key("src", KernelOptions(num_warps=8), TARGET, base),
+        build.cache_key("src", KernelOptions(enable_fp_fusion=False), TARGET, base),
+        build.cache_key("src", KernelOptions(), GPUTarget("cuda", 90, 32), base),
+        build.cache_key("src", KernelOptions(), TARGET, build.Toolchain(newer, 86, False)),
+        build.cache_key("src", KernelOptions(), TARGET, build.Toolchain(compiler, 86, True)),
     ]
     assert len({key, *variants}) == 7
 
@@ -246,7 +247,7 @@ def test_nvrtc_failure_names_the_kernel_and_keeps_the_source(tmp_path, module_ir
     assert message.startswith("kernel copy_kernel: NVRTC 12.9 could not compile") and "oops" in message
     kept = message.split("the generated CUDA is in ")[1].splitlines()[0]
     assert Path(kept).read_text().startswith('extern "C"')
-    key = gpu_compile.cache_key(SOURCE.hash(), KernelOptions(), TARGET, gpu_compile.Toolchain(compiler, 86, False))
+    key = build.cache_key(SOURCE.hash(), KernelOptions(), TARGET, build.Toolchain(compiler, 86, False))
     assert KernelCache(str(tmp_path)).get(key, "copy_kernel") is None
 
 

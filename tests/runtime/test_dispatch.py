@@ -1,5 +1,5 @@
 """`kernel[grid](...)` through the kernel's generated dispatcher
-(`runtime.launch.make_dispatcher`) on a simulated GPU: after a first launch of
+(`runtime.dispatch.make_dispatcher`) on a simulated GPU: after a first launch of
 some arguments through the general path, launches of arguments with the same
 key go straight to the plan, and those of the first such key are launched by
 the dispatcher itself (cuLaunchKernelEx); anything that changes what a launch
@@ -19,8 +19,10 @@ import tritone as triton
 import tritone.language as tl
 from tests.runtime.test_gpu_path import SimulatedGPU, decode
 from tritone import knobs
+from tritone.backends import sites
+from tritone.backends.cuda import build, launch_plan
+from tritone.backends.cuda.bindings import driver_api
 from tritone.compiler import compiler as compiler_module
-from tritone.runtime import cuda_driver, gpu_compile, launch, launcher
 
 STREAM = 0x5EA
 
@@ -42,18 +44,18 @@ def gpu(monkeypatch, tmp_path) -> SimulatedGPU:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     simulated = SimulatedGPU()
-    monkeypatch.setattr(cuda_driver, "_driver", simulated.driver)
+    monkeypatch.setattr(driver_api, "_driver", simulated.driver)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: STREAM, raising=False)
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: -1, raising=False)
-    monkeypatch.setattr(launcher, "current_device", lambda driver=None: -1)
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    monkeypatch.setattr(launch_plan, "current_device", lambda driver=None: -1)
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
     axpy.device_caches.clear()
     axpy._dispatch = None
     yield simulated
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
     axpy.device_caches.clear()
     axpy._dispatch = None
 
@@ -127,6 +129,6 @@ def test_a_changed_cache_or_gpu_decision_is_not_launched_from(gpu, monkeypatch):
     second = axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64)
     assert second is not first and compiled == [1, 1]
     assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is second
-    launch.reset_active_target()
+    sites.reset_active_target()
     assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is second  # the same site and kernel, found again
     assert gpu.launches[-1]["call"] == "cuLaunchKernel" and compiled == [1, 1]

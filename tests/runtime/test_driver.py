@@ -10,12 +10,16 @@ import time
 import pytest
 
 from tritone import testing
+from tritone.backends import sites
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import driver as cuda_driver
+from tritone.backends.cuda.bindings import driver_api
+from tritone.backends.cuda.bindings.driver_api import CudaDriver, DeviceAttribute, FunctionAttribute
+from tritone.backends.interpreter import driver as interpreter_driver
+from tritone.backends.sites import active_target
 from tritone.errors import OutOfResources
 from tritone.platform import SimulatedLibrary
-from tritone.runtime import cuda_driver, driver
-from tritone.runtime.cuda_driver import CudaDriver, DeviceAttribute, FunctionAttribute
-from tritone.runtime.launch import active_target
+from tritone.runtime import driver
 
 # `tritone.runtime.driver` is the DriverConfig object (as in Triton), which hides the module of that name.
 driver_module = importlib.import_module("tritone.runtime.driver")
@@ -40,7 +44,7 @@ def test_runtime_driver_is_the_driver_config():
 def test_interpreter_driver(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     active = driver.active
-    assert isinstance(active, driver_module.InterpreterDriver)
+    assert isinstance(active, interpreter_driver.InterpreterDriver)
     assert active.get_current_target() == GPUTarget("interpreter", 0, 32) == active_target()
     assert active.get_current_device() == 0 and active.get_current_stream() == 0
     assert str(active.get_active_torch_device()) == "cpu"
@@ -71,7 +75,7 @@ def test_interpreter_device_interface_times_with_the_host_clock(monkeypatch):
     flush = driver.active.get_empty_cache_for_benchmark()
     flush.data[:4] = b"\x01\x02\x03\x04"
     driver.active.clear_cache(flush)
-    assert len(flush.data) == driver_module.CPU_BENCHMARK_FLUSH_BYTES and not any(flush.data[:4096])
+    assert len(flush.data) == interpreter_driver.CPU_BENCHMARK_FLUSH_BYTES and not any(flush.data[:4096])
 
 
 # ---------------------------------------------------------------- choosing the active driver
@@ -79,13 +83,14 @@ def test_interpreter_device_interface_times_with_the_host_clock(monkeypatch):
 
 def test_the_driver_follows_where_the_launcher_runs_kernels(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert isinstance(driver.active, driver_module.InterpreterDriver) and driver_module.InterpreterDriver.is_active()
+    interpreter = interpreter_driver.InterpreterDriver
+    assert isinstance(driver.active, interpreter) and interpreter.is_active()
     monkeypatch.delenv("TRITON_INTERPRET")
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 86, 32))
-    assert isinstance(driver.active, driver_module.NvidiaDriver) and not driver_module.InterpreterDriver.is_active()
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("cuda", 86, 32))
+    assert isinstance(driver.active, cuda_driver.NvidiaDriver) and not interpreter_driver.InterpreterDriver.is_active()
     assert driver.active.get_current_target() == GPUTarget("cuda", 86, 32)
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
-    assert isinstance(driver.active, driver_module.InterpreterDriver)
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("interpreter", 0, 32))
+    assert isinstance(driver.active, interpreter_driver.InterpreterDriver)
 
 
 def test_a_fresh_driver_config_probes_nothing_until_asked(monkeypatch):
@@ -97,11 +102,11 @@ def test_a_fresh_driver_config_probes_nothing_until_asked(monkeypatch):
     interpreter = config.active
     assert isinstance(interpreter, DriverBase) and config._default is interpreter and config.default is interpreter
     monkeypatch.delenv("TRITON_INTERPRET")
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 90, 32))
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("cuda", 90, 32))
     gpu = config.default
-    assert isinstance(gpu, driver_module.NvidiaDriver) and isinstance(gpu, DriverBase) and config._default is gpu
+    assert isinstance(gpu, cuda_driver.NvidiaDriver) and isinstance(gpu, DriverBase) and config._default is gpu
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("interpreter", 0, 32))
     assert config.default is interpreter  # each kind is made once
 
 
@@ -130,11 +135,11 @@ def test_set_active_and_reset_active():
 
 def test_gpu_probe_failure_means_no_gpu(monkeypatch):
     def missing():
-        raise cuda_driver.TritonError("no driver library")
+        raise driver_api.TritonError("no driver library")
 
-    monkeypatch.setattr(driver_module, "_gpu_usable", None)
-    monkeypatch.setattr(cuda_driver, "driver", missing)
-    assert driver_module.NvidiaDriver.is_active() is False
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
+    monkeypatch.setattr(driver_api, "driver", missing)
+    assert cuda_driver.NvidiaDriver.is_active() is False
 
 
 # ---------------------------------------------------------------- NVIDIA, simulated
@@ -217,19 +222,19 @@ class SimulatedGpu:
 def gpu(monkeypatch):
     simulated = SimulatedGpu()
     api = CudaDriver(simulated.library, "/simulated/libcuda.so.1")
-    monkeypatch.setattr(cuda_driver, "driver", lambda: api)
-    monkeypatch.setattr(driver_module, "_gpu_usable", None)
-    monkeypatch.setattr(driver_module, "_devices", {})
-    monkeypatch.setattr(driver_module, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(driver_api, "driver", lambda: api)
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
+    monkeypatch.setattr(cuda_driver, "_devices", {})
+    monkeypatch.setattr(cuda_driver, "_torch_cuda", lambda: None)
     # Where the launcher runs kernels: on this (simulated) GPU, or, as happens
     # while tritone runs kernels in the interpreter, not.
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("cuda", 90, 32))
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("cuda", 90, 32))
     return simulated
 
 
 def test_nvidia_driver_on_a_simulated_gpu(gpu, monkeypatch):
     active = driver.active
-    assert isinstance(active, driver_module.NvidiaDriver)
+    assert isinstance(active, cuda_driver.NvidiaDriver)
     assert active.get_current_target() == GPUTarget("cuda", 90, 32)
     assert active.get_current_stream() == 0 and active.get_current_device() == 0
     assert active.utils.get_device_properties(0) == {
@@ -238,13 +243,13 @@ def test_nvidia_driver_on_a_simulated_gpu(gpu, monkeypatch):
     assert active.utils.get_device_properties("cuda:0") == active.utils.get_device_properties(0)
     assert testing.get_dram_gbps() == pytest.approx(2619000 * 5120 * 2 / 1e6 / 8)
     assert testing.get_max_tensorcore_tflops("fp16", 1980000) == pytest.approx(132 * 4 * 1980000 * 512e-9)
-    monkeypatch.setattr(driver_module, "_launch_target", lambda: GPUTarget("interpreter", 0, 32))
+    monkeypatch.setattr(sites, "active_target", lambda: GPUTarget("interpreter", 0, 32))
     assert active.get_current_target() == GPUTarget("cuda", 90, 32)  # the device's own capability
 
 
 def test_nvidia_device_interface_without_torch(gpu):
     device = driver.active.get_device_interface()
-    assert isinstance(device, driver_module.CudaDeviceInterface)
+    assert isinstance(device, cuda_driver.CudaDeviceInterface)
     start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
     assert gpu.context == 0xC0  # the primary context was made current
     start.record()
@@ -287,7 +292,7 @@ def test_load_binary(gpu):
 def test_gpu_driver_matches_torch():
     torch = pytest.importorskip("torch")
     active = driver.active
-    assert isinstance(active, driver_module.NvidiaDriver)
+    assert isinstance(active, cuda_driver.NvidiaDriver)
     major, minor = torch.cuda.get_device_capability()
     assert active.get_current_target() == GPUTarget("cuda", major * 10 + minor, 32)
     properties = active.utils.get_device_properties(0)

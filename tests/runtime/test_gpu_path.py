@@ -22,15 +22,11 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone import knobs
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
-from tritone.compiler import compiler as compiler_module
-from tritone.compiler.compiler import ASTSource, CompiledKernel
-from tritone.errors import PTXASError, TritonError
-from tritone.platform import SimulatedLibrary
-from tritone.runtime import cuda_driver, gpu_compile, launch, libs
-from tritone.runtime.autotuner import CONFIG_ERRORS
-from tritone.runtime.cache import _base32
-from tritone.runtime.cuda_driver import (
+from tritone.backends import sites
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import build, devices
+from tritone.backends.cuda.bindings import driver_api, libs
+from tritone.backends.cuda.bindings.driver_api import (
     CudaDriver,
     CudaError,
     DeviceAttribute,
@@ -38,8 +34,15 @@ from tritone.runtime.cuda_driver import (
     LaunchAttributeID,
     LaunchConfig,
 )
-from tritone.runtime.launcher import LaunchPlan, LaunchSpec, Parameter
-from tritone.runtime.nvrtc import NVRTCError
+from tritone.backends.cuda.bindings.nvrtc import NVRTCError
+from tritone.backends.cuda.launch_plan import LaunchPlan, LaunchSpec, Parameter
+from tritone.compiler import compiler as compiler_module
+from tritone.compiler.compiler import ASTSource, CompiledKernel
+from tritone.errors import PTXASError, TritonError
+from tritone.ir.target import INTERPRETER_TARGET, KernelOptions
+from tritone.platform import SimulatedLibrary
+from tritone.runtime.autotuner import CONFIG_ERRORS
+from tritone.runtime.cache import _base32
 
 target = SimulatedLibrary.target
 H200_TARGET = GPUTarget("cuda", 90, 32)
@@ -172,17 +175,17 @@ def fresh_site(monkeypatch, tmp_path):
     monkeypatch.delenv("TRITONE_TARGET", raising=False)
     monkeypatch.delenv("TRITON_ALWAYS_COMPILE", raising=False)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
     yield
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
 
 
 @pytest.fixture
 def gpu(fresh_site, monkeypatch) -> SimulatedGPU:
     simulated = SimulatedGPU()
-    monkeypatch.setattr(cuda_driver, "_driver", simulated.driver)
+    monkeypatch.setattr(driver_api, "_driver", simulated.driver)
     for fn in (add_kernel, scaled_add):
         fn.device_caches.clear()
     return simulated
@@ -196,18 +199,18 @@ def decode(arguments: list[bytes], kinds: str) -> list:
 
 
 def test_a_gpu_is_used_unless_the_interpreter_is_asked_for(gpu, monkeypatch):
-    assert launch.active_target() == H200_TARGET and launch.launch_site() == (H200_TARGET, 0)
+    assert sites.active_target() == H200_TARGET and sites.launch_site() == (H200_TARGET, 0)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert launch.active_target() == INTERPRETER_TARGET and launch.launch_site() == launch.INTERPRETER_SITE
+    assert sites.active_target() == INTERPRETER_TARGET and sites.launch_site() == sites.INTERPRETER_SITE
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    assert launch.active_target() == H200_TARGET
+    assert sites.active_target() == H200_TARGET
     monkeypatch.delenv("TRITON_INTERPRET")
     monkeypatch.setenv("TRITONE_INTERPRET", "yes")
-    assert launch.active_target() == INTERPRETER_TARGET
+    assert sites.active_target() == INTERPRETER_TARGET
     monkeypatch.delenv("TRITONE_INTERPRET")
-    assert launch.active_target() == H200_TARGET
+    assert sites.active_target() == H200_TARGET
     # The GPU was looked for once; the knob is read on every call.
-    assert len(gpu.library.cuDeviceGetCount.calls) == 1 and launch.gpu_unavailable_reason() is None
+    assert len(gpu.library.cuDeviceGetCount.calls) == 1 and sites.gpu_unavailable_reason() is None
 
 
 def test_without_a_driver_kernels_run_in_the_interpreter(fresh_site, monkeypatch):
@@ -215,9 +218,9 @@ def test_without_a_driver_kernels_run_in_the_interpreter(fresh_site, monkeypatch
         raise libs.LibraryNotFound("The NVIDIA CUDA driver library was not found, so no GPU can be used. Tried:\n"
                                    "  - libcuda.so.1: does not load")
 
-    monkeypatch.setattr(cuda_driver, "driver", missing)
-    assert launch.active_target() == INTERPRETER_TARGET
-    assert "driver library was not found" in launch.gpu_unavailable_reason()
+    monkeypatch.setattr(driver_api, "driver", missing)
+    assert sites.active_target() == INTERPRETER_TARGET
+    assert "driver library was not found" in sites.gpu_unavailable_reason()
     meta = torch.empty(16, device="meta")
     with pytest.raises(ValueError) as caught:
         add_kernel[(1,)](meta, torch.zeros(16), torch.zeros(16), 16, BLOCK_SIZE=16)
@@ -232,24 +235,26 @@ def test_without_a_driver_kernels_run_in_the_interpreter(fresh_site, monkeypatch
 @pytest.mark.parametrize("simulated", [SimulatedGPU(device_count=0), SimulatedGPU(init_code=100)],
                          ids=["no device", "cuInit fails"])
 def test_a_driver_without_a_usable_device_means_the_interpreter(fresh_site, monkeypatch, simulated):
-    monkeypatch.setattr(cuda_driver, "_driver", None)
+    monkeypatch.setattr(driver_api, "_driver", None)
     monkeypatch.setattr(libs, "load_driver", lambda: libs.DriverLibrary(simulated.library, "/sim/libcuda.so.1",
                                                                        "simulated"))
-    assert launch.active_target() == INTERPRETER_TARGET
-    reason = launch.gpu_unavailable_reason()
+    assert sites.active_target() == INTERPRETER_TARGET
+    reason = sites.gpu_unavailable_reason()
     assert "sees no GPU" in reason if simulated.device_count == 0 else "cuInit failed" in reason
 
 
 def test_a_forced_target_replaces_the_device_s_capability(gpu, monkeypatch):
     monkeypatch.setenv("TRITONE_TARGET", "sm_80")
-    launch.reset_active_target()
-    assert launch.active_target() == GPUTarget("cuda", 80, 32)
-    assert [launch.parse_target(text) for text in ["compute_75", "86", "SM_90a", " sm_100f ", "", None]] == [
+    sites.reset_active_target()
+    assert sites.active_target() == GPUTarget("cuda", 80, 32)
+    assert [devices.parse_target(text) for text in ["compute_75", "86", "SM_90a", " sm_100f ", "", None]] == [
         75, 86, 90, 100, None, None]
     monkeypatch.setenv("TRITONE_TARGET", "ampere")
-    launch.reset_active_target()
+    sites.reset_active_target()
     with pytest.raises(ValueError, match="TRITONE_TARGET must name a compute capability.*'ampere'"):
-        launch.active_target()
+        sites.active_target()
+    with pytest.raises(ValueError, match="'ampere'"):  # still undecided: not the interpreter by accident
+        sites.active_target()
 
 
 # ---------------------------------------------------------------- kernel[grid] on a simulated GPU
@@ -384,23 +389,23 @@ def test_raw_function_is_a_separate_handle_without_argtypes():
 
 
 def test_nvrtc_rejecting_the_generated_code_is_a_ptxas_error(fresh_site, monkeypatch):
-    def broken(module, arch, options):
+    def broken(module, arch, options, dump_ir=False):
         return 'extern "C" __global__ void scaled_add() { undeclared_name = 1; }\n', "scaled_add", {}
 
-    monkeypatch.setattr(gpu_compile, "_cuda_generator", lambda: broken)
+    monkeypatch.setattr(build, "_cuda_generator", lambda: broken)
     with pytest.raises(PTXASError) as caught:
         triton.compile(inductor_source(), target=GPUTarget("cuda", 80, 32), options=INDUCTOR_OPTIONS)
     error = caught.value
-    assert isinstance(error, NVRTCError) and isinstance(error, gpu_compile.NVRTCCompileError)
+    assert isinstance(error, NVRTCError) and isinstance(error, build.NVRTCCompileError)
     assert "undeclared_name" in error.log and str(error).startswith("kernel scaled_add: NVRTC")
     assert PTXASError in CONFIG_ERRORS
 
 
 def test_line_directives_are_removed_whole():
     source = '#line 3 "k.py"\nint a;\n  #line 4 "k.py"\nconst char* s = "#line 9";\n'
-    assert gpu_compile.without_line_directives(source) == 'int a;\nconst char* s = "#line 9";\n'
-    assert "--generate-line-info" in gpu_compile.nvrtc_options(KernelOptions(), {})
-    assert "--generate-line-info" not in gpu_compile.nvrtc_options(KernelOptions(), {}, line_info=False)
+    assert build.without_line_directives(source) == 'int a;\nconst char* s = "#line 9";\n'
+    assert "--generate-line-info" in build.nvrtc_options(KernelOptions(), {})
+    assert "--generate-line-info" not in build.nvrtc_options(KernelOptions(), {}, line_info=False)
 
 
 # ---------------------------------------------------------------- a real GPU
@@ -409,7 +414,7 @@ def test_line_directives_are_removed_whole():
 @pytest.fixture
 def on_gpu(fresh_site):
     """The real driver, with the GPU decision made afresh and no interpreter knob."""
-    assert launch.active_target().backend == "cuda", launch.gpu_unavailable_reason()
+    assert sites.active_target().backend == "cuda", sites.gpu_unavailable_reason()
     for fn in (add_kernel, scaled_add):
         fn.device_caches.clear()
 
@@ -431,7 +436,7 @@ def test_vector_add_on_the_gpu(on_gpu):
         out = torch.full_like(x, float("nan"))
         kernel = add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK_SIZE=256)
         torch.testing.assert_close(out, x + y, rtol=0, atol=0)
-    assert "cubin" in kernel.asm and kernel.target == launch.active_target()
+    assert "cubin" in kernel.asm and kernel.target == sites.active_target()
     assert list(add_kernel.device_caches) == [(kernel.target, torch.cuda.current_device())]
 
 

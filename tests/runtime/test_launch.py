@@ -12,8 +12,8 @@ import tritone as triton
 import tritone.language as tl
 from tests.runtime._modules import load_module
 from tritone import knobs
+from tritone.backends.sites import launch_site
 from tritone.compiler.compiler import CompiledKernel
-from tritone.runtime.launch import launch_site
 
 
 @triton.jit

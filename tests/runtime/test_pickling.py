@@ -20,12 +20,14 @@ import pytest
 
 import tritone
 import tritone.language as tl
+from tests.backends.cuda.test_launch_plan import FakeGPU
 from tests.runtime import _pickled_kernels as kernels
-from tests.runtime.test_launcher import FakeGPU
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.bindings import driver_api
 from tritone.compiler import ASTSource, CompiledKernel
 from tritone.ir.printer import print_module
-from tritone.runtime import Autotuner, Config, Heuristics, JITFunction, cuda_driver
+from tritone.ir.target import INTERPRETER_TARGET
+from tritone.runtime import Autotuner, Config, Heuristics, JITFunction
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32",
              "BLOCK": "constexpr"}
@@ -81,7 +83,7 @@ def test_dtypes_come_back_equal(dtype):
 
 
 def test_block_type_keeps_its_layout():
-    from tritone.backends.cuda.layouts import BlockedLayout
+    from tritone.ir.layouts import BlockedLayout
 
     layout = BlockedLayout(size_per_thread=(1, 4), threads_per_warp=(8, 4), warps_per_cta=(4, 1), order=(1, 0))
     block = tl.block_type(tl.float16, [32, 16]).with_layout(layout)
@@ -237,7 +239,7 @@ def test_compiled_kernel_round_trips_without_what_was_loaded(cuda_kernel):
 
 
 def launch_with_fake_gpu(kernel: CompiledKernel, gpu: FakeGPU, monkeypatch) -> None:
-    monkeypatch.setattr(cuda_driver, "driver", lambda: gpu.driver)
+    monkeypatch.setattr(driver_api, "driver", lambda: gpu.driver)
     kernel._init_handles()
     assert callable(kernel.run) and kernel.function is not None and isinstance(kernel.n_spills, int)
     x_address, out_address = 0x7F00_0000_0000, 0x7F00_0000_1000

@@ -12,10 +12,10 @@ import pytest
 import tritone as triton
 import tritone.language as tl
 from tests.runtime.test_gpu_path import H200_TARGET, fresh_site, gpu  # noqa: F401 - fixtures
-from tritone.backends.compiler import KernelOptions
-from tritone.runtime import launch
+from tritone.backends.sites import INTERPRETER_SITE
+from tritone.ir.target import KernelOptions
+from tritone.runtime import dispatch
 from tritone.runtime.jit import DeviceEntry
-from tritone.runtime.launch import INTERPRETER_SITE
 from tritone.runtime.specialization_data import deserialize_specialization_data, serialize_specialization_data
 
 
@@ -85,13 +85,13 @@ def test_preload_compiles_what_the_data_describes():
     args = (np.zeros(32, np.float32), (value, (2.5, tl.constexpr(4))))
     kwargs = {"BLOCK": 32, "DT": tl.float32}
     kernel = nested_store.warmup(*args, grid=(1,), **kwargs)
-    source, options = launch.source_for_call(nested_store, args, kwargs)
+    source, options = dispatch.source_for_call(nested_store, args, kwargs)
     assert source.signature["pair"] == ("i32", ("fp32", "constexpr"))
-    text = launch.specialization_data(nested_store, source, KernelOptions.from_dict(options), "key")
+    text = dispatch.specialization_data(nested_store, source, KernelOptions.from_dict(options), "key")
     assert json.loads(text)["name"] == f"{__name__}.nested_store"
     preloaded = nested_store.preload(text)
     assert preloaded.hash == kernel.hash
-    nested_text = launch.specialization_data(nested_constexpr, *launch.source_for_call(
+    nested_text = dispatch.specialization_data(nested_constexpr, *dispatch.source_for_call(
         nested_constexpr, (((1,), (tl.constexpr(2),)),), {})[:1], KernelOptions(), "key")
     with pytest.raises(RuntimeError, match="is for .*nested_constexpr but trying to preload for .*nested_store"):
         nested_store.preload(nested_text)

@@ -12,8 +12,9 @@ import torch
 
 import tritone as triton
 import tritone.language as tl
+from tritone.backends import sites
+from tritone.backends.cuda.launch_plan import LaunchSpec, Parameter, element_at
 from tritone.compiler import ASTSource
-from tritone.runtime.launcher import LaunchSpec, Parameter, element_at
 from tritone.runtime.specialize import specialize_value
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
@@ -83,7 +84,7 @@ def test_one_kernel_serves_any_padding_and_shape():
     out_zero, out_nan = torch.empty(16, 16), torch.empty(16, 16)
     zero = TensorDescriptor(x, [20, 24], [24, 1], [16, 16])
     nan = TensorDescriptor(x, [10, 24], [24, 1], [16, 16], padding="nan")
-    kernels = window_kernel.device_caches.for_site(triton.runtime.launch.launch_site())
+    kernels = window_kernel.device_caches.for_site(sites.launch_site())
     window_kernel[(1,)](out_zero, zero, 8, 8, 16, 16)
     compiled = len(kernels)
     window_kernel[(1,)](out_nan, nan, 8, 8, 16, 16)

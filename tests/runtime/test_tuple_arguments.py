@@ -17,12 +17,14 @@ import tritone as triton
 import tritone.language as tl
 from tests.runtime.test_gpu_path import FakeCudaTensor, SimulatedGPU, addresses, decode
 from tritone import knobs
+from tritone.backends import sites
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import build
+from tritone.backends.cuda.bindings import driver_api
+from tritone.backends.cuda.launch_plan import LaunchSpec, Parameter
+from tritone.backends.sites import launch_site
 from tritone.compiler import compiler as compiler_module
 from tritone.compiler.compiler import ASTSource
-from tritone.runtime import cuda_driver, gpu_compile, launch
-from tritone.runtime.launch import launch_site
-from tritone.runtime.launcher import LaunchSpec, Parameter
 from tritone.runtime.specialize import TupleSpecialization, constexpr_key, specialize_value
 
 H200 = GPUTarget("cuda", 90, 32)
@@ -282,8 +284,8 @@ def test_the_c_launcher_spelling_of_a_tuple_is_refused():
 
 
 def test_plan_writes_the_leaves_in_order():
-    from tests.runtime.test_launcher import FakeGPU
-    from tritone.runtime.launcher import LaunchPlan
+    from tests.backends.cuda.test_launch_plan import FakeGPU
+    from tritone.backends.cuda.launch_plan import LaunchPlan
 
     gpu = FakeGPU()
     params = (Parameter(0, "t", ("*fp32", ("i64", "constexpr"), "fp32")), Parameter(1, "n", "i32"),
@@ -311,13 +313,13 @@ def simulated_gpu(monkeypatch, tmp_path):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     simulated = SimulatedGPU()
-    monkeypatch.setattr(cuda_driver, "_driver", simulated.driver)
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    monkeypatch.setattr(driver_api, "_driver", simulated.driver)
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
     scaled_sum.device_caches.clear()
     yield simulated
-    launch.reset_active_target()
-    gpu_compile._driver_version.cache_clear()
+    sites.reset_active_target()
+    build._driver_version.cache_clear()
     scaled_sum.device_caches.clear()
 
 

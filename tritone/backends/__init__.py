@@ -1,11 +1,12 @@
-"""Code generation targets. `compiler.GPUTarget` names a target and
-`compiler.KernelOptions` holds the options a kernel is compiled with; the CUDA
-backend (`backends/cuda/`) lowers the IR for NVIDIA GPUs.
+"""Code generation targets: one folder per target (`cuda/`, `interpreter/`),
+each holding one backend object (`base.TargetBackend`) that `registry` finds by
+`GPUTarget.backend`; `sites` decides where kernels run now.
 
 `backends` is Triton's registry of installed backends by name, each a
 `Backend(compiler, driver)`: `"nvidia"` (tritone's CUDA backend with its
-driver class, whose `is_active()` says whether a GPU is usable).
-`BaseBackend` is the base of the backends' compiler classes, as Triton's.
+driver class, whose `is_active()` says whether a GPU is usable). It is built
+from `registry` on first use. `BaseBackend` is the base of the backends'
+compiler classes, as Triton's.
 """
 
 from __future__ import annotations
@@ -13,29 +14,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import registry
 from .compiler import BaseBackend
+from .driver import DriverBase
 
-__all__ = ["Backend", "BaseBackend", "backends"]
+__all__ = ["Backend", "BaseBackend", "DriverBase", "backends"]
 
 
 @dataclass(frozen=True)
 class Backend:
-    """An installed backend: its compiler class (`compiler.CUDABackend`) and its
-    driver class (`runtime.driver.NvidiaDriver`), as Triton's `backends` holds them."""
+    """An installed backend: its compiler class (`cuda.backend.CUDABackend`) and its
+    driver class (`cuda.driver.NvidiaDriver`), as Triton's `backends` holds them."""
 
     compiler: type
     driver: type
 
 
 def _installed() -> dict[str, Backend]:
-    from ..runtime.driver import NvidiaDriver
-    from .compiler import CUDABackend
-
-    return {"nvidia": Backend(CUDABackend, NvidiaDriver)}
+    installed = {}
+    for name in registry.REGISTRY:
+        backend = registry.target_backend(name)
+        if backend.triton_name is not None:
+            installed[backend.triton_name] = Backend(backend.compiler, backend.driver)
+    return installed
 
 
 def __getattr__(name: str) -> Any:
-    # Built on first use: the driver module imports the runtime, which imports this package.
+    # Built on first use: it imports every backend, which `import tritone` should not pay for.
     if name == "backends":
         value = _installed()
         globals()["backends"] = value

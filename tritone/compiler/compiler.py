@@ -1,11 +1,12 @@
 """`compile(ASTSource(...), target, options)` -> `CompiledKernel`: Triton's
 compile API, the path TorchInductor uses, and the one `kernel[grid](...)` uses.
 
-Pipeline: `frontend.ast_to_ir` -> `passes.run_pipeline` (`make_ir`), then for
-a CUDA target `runtime.gpu_compile` (the CUDA backend, NVRTC and the disk
-cache, which skips everything on a hit). A kernel compiled for the interpreter
-target holds its IR and runs on the CPU; one compiled for CUDA holds the
-generated CUDA, PTX and cubin and launches through `runtime.launcher`.
+Pipeline: `frontend.ast_to_ir` -> `passes.run_pipeline` (`make_ir`), then the
+target's backend from `backends.registry` (`TargetBackend.compile`; the CUDA
+backend's goes through NVRTC and the disk cache, which skips everything on a
+hit). A kernel compiled for the interpreter target holds its IR and runs on
+the CPU; one compiled for CUDA holds the generated CUDA, PTX and cubin. Either
+launches through the plan its backend loads (`TargetBackend.load`).
 
 `compile` also takes an IR file (`IRSource`, or its path): the text of a
 kernel's IR (`asm["ttir"]`, or a `TRITONE_DUMP_IR` dump), which skips the
@@ -23,9 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..backends.compiler import INTERPRETER_TARGET, BaseBackend, GPUTarget, KernelOptions
+from .. import __tritone_version__, __version__, knobs
+from ..backends import registry
+from ..backends.base import KernelBinary, normalize_grid
+from ..backends.compiler import BaseBackend
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
+from ..backends.sites import active_target
 from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
+from ..ir.parser import parse_module
+from ..ir.target import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from ..ir.types import descriptor_leaf_types, is_descriptor_type, parse_type, tensordesc_type, type_text
+from ..ir.verifier import verify
+from ..language.core import constexpr
+from .timer import CompileTimer
 
 # The backend TorchInductor's CPU Triton backend (`cpu_backend = "triton"`) compiles for:
 # GPUTarget("cpu", "", 32). tritone runs such kernels in its interpreter.
@@ -33,7 +44,6 @@ INDUCTOR_CPU_BACKEND = "cpu"
 
 if TYPE_CHECKING:
     from ..ir.core import Module
-    from ..runtime.gpu_compile import GPUBinary
     from ..runtime.jit import JITFunction
 
 CONSTEXPR = "constexpr"
@@ -76,22 +86,6 @@ def signature_leaves(entry: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple
     if isinstance(entry, tuple):
         return [leaf for index, item in enumerate(entry) for leaf in signature_leaves(item, (*path, index))]
     return [(path, entry)]
-
-
-def is_descriptor_type(type_name: Any) -> bool:
-    """Whether a signature type names a host tensor descriptor (`tensordesc<fp16[64, 64]>`)."""
-    return isinstance(type_name, str) and type_name.startswith("tensordesc<")
-
-
-def descriptor_leaf_types(type_name: str) -> list[str]:
-    """The signature types of the values passed for a host descriptor of
-    signature type `type_name`: the descriptor itself (`type_name`, passed as
-    its tensor's address), the shape (i32 each), the strides (i64 each) and
-    the NaN-padding flag (u1)."""
-    from ..ir.types import parse_type
-
-    rank = parse_type(type_name).rank
-    return [type_name] + ["i32"] * rank + ["i64"] * rank + ["u1"]
 
 
 # What `@jit(repr=fn)` functions receive, as in Triton: constexpr values by
@@ -175,8 +169,6 @@ class ASTSource:
         `constexpr` values), constexpr values by name, and the parameters
         specialised as divisible by 16 (names, and `(name, element, ...)` paths
         of tuple elements)."""
-        from ..language.core import constexpr
-
         signature: dict[str, Any] = {}
         constexprs: dict[str, Any] = {}
         for param in self.fn.params:
@@ -214,9 +206,6 @@ class ASTSource:
 
     def _frontend_type(self, entry: Any, path: tuple[int, ...]) -> Any:
         """A signature entry as the frontend takes it (see `frontend_inputs`)."""
-        from ..ir.types import parse_type
-        from ..language.core import constexpr
-
         if isinstance(entry, tuple):
             items = [self._frontend_type(item, (*path, index)) for index, item in enumerate(entry)]
             return type(entry)._make(items) if hasattr(type(entry), "_fields") else tuple(items)
@@ -251,10 +240,6 @@ class IRSource:
     compiled with (`parse_options`)."""
 
     def __init__(self, path: str | os.PathLike):
-        from ..ir.parser import parse_module
-        from ..ir.types import tensordesc_type, type_text
-        from ..ir.verifier import verify
-
         self.path = str(path)
         self.ext = Path(path).suffix[1:]
         self.src = Path(path).read_text(encoding="utf-8")
@@ -290,8 +275,7 @@ class IRSource:
         """A fresh copy of the module after the target-independent passes (so a
         dump taken between passes compiles too); backends rewrite the module
         they lower, hence a copy each time."""
-        from ..ir.parser import parse_module
-        from ..passes import run_pipeline
+        from ..passes import run_pipeline  # see _frontend: loaded by the first compilation
 
         return run_pipeline(parse_module(self.src))
 
@@ -337,7 +321,7 @@ def get_cache_key(src: ASTSource | IRSource, backend: BaseBackend, backend_optio
                   env_vars: Mapping[str, str]) -> str:
     """Triton's cache key of a compilation: tritone's own digest, the source's,
     the backend's, the options' and the environment variables that matter."""
-    from ..runtime.cache import triton_key
+    from ..runtime.cache import triton_key  # see _frontend: loaded by the first compilation
 
     return (f"{triton_key()}-{src.hash()}-{backend.hash()}-{backend_options.hash()}-"
             f"{sorted(env_vars.items())}")
@@ -377,8 +361,6 @@ class CompiledKernel:
 
     def __init__(self, src: ASTSource | IRSource, options: KernelOptions, target: GPUTarget, kernel_hash: str,
                  asm: dict[str, Any], metadata: dict[str, Any], ir_module: Module | None = None):
-        from .. import __tritone_version__, __version__
-
         self.src = src
         self.options = options
         self.target = target
@@ -407,15 +389,10 @@ class CompiledKernel:
         self.n_regs = self.n_spills = self.n_max_threads = None
 
     @classmethod
-    def for_interpreter(cls, src: ASTSource | IRSource, ir_module: Module, options: KernelOptions, target: GPUTarget,
-                        kernel_hash: str) -> CompiledKernel:
-        """A kernel that runs `ir_module` in the CPU interpreter."""
-        return cls(src, options, target, kernel_hash, {"ttir": _print(ir_module)}, {}, ir_module)
-
-    @classmethod
-    def from_binary(cls, src: ASTSource | IRSource, options: KernelOptions, binary: GPUBinary) -> CompiledKernel:
-        """A kernel of a GPU compilation (`runtime.gpu_compile`)."""
-        return cls(src, options, binary.metadata["target"], binary.hash, dict(binary.asm), dict(binary.metadata))
+    def from_binary(cls, src: ASTSource | IRSource, options: KernelOptions, target: GPUTarget,
+                    binary: KernelBinary) -> CompiledKernel:
+        """The kernel a backend compiled for `target` (`TargetBackend.compile`)."""
+        return cls(src, options, target, binary.hash, dict(binary.asm), dict(binary.metadata), binary.module)
 
     @property
     def ir(self) -> Module:
@@ -423,8 +400,6 @@ class CompiledKernel:
         for a GPU kernel: the CUDA backend rewrites the module it lowers, and a
         kernel from the disk cache has only the text."""
         if self._ir is None:
-            from ..ir.parser import parse_module
-
             self._ir = parse_module(self.asm["ttir"])
         return self._ir
 
@@ -437,21 +412,10 @@ class CompiledKernel:
             del self.__dict__["run"]
         if getattr(self, "_plan", None) is not None:
             return
-        from .. import knobs
-
         hooks = knobs.runtime
         if hooks.kernel_load_start_hook:
             hooks.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
-        if self.target.backend == INTERPRETER_TARGET.backend:
-            from ..runtime.interpreter_launch import InterpreterPlan
-
-            plan: Any = InterpreterPlan(self)
-        else:
-            from ..runtime import cuda_driver
-            from ..runtime.launcher import LaunchSpec, current_device, plan_for
-
-            driver = cuda_driver.driver()
-            plan = plan_for(LaunchSpec.from_kernel(self), current_device(driver), driver)
+        plan = registry.target_backend(self.target.backend).load(self)
         self.module, self.function = plan.module, plan.function
         self.n_regs, self.n_spills, self.n_max_threads = plan.n_regs, int(plan.n_spills), plan.n_max_threads
         self._plan = plan
@@ -462,8 +426,6 @@ class CompiledKernel:
         """What the launch hooks receive (`name`, `function`, `grid`, `stream`, and
         what the kernel's `launch_metadata` hook adds when read), or None when no
         launch hook is set."""
-        from .. import knobs
-
         if not (knobs.runtime.launch_enter_hook or knobs.runtime.launch_exit_hook):
             return None
         metadata = LazyDict({"name": self.name, "function": self.function, "grid": grid, "stream": stream})
@@ -487,11 +449,7 @@ class CompiledKernel:
 
     def __getitem__(self, grid):
         """`compiled[grid](*args, stream=None)` with every parameter's value."""
-        from ..runtime.launch import normalize_grid
-
         def runner(*args, stream=None):
-            from .. import knobs
-
             grid_3 = normalize_grid(grid, self.name)
             metadata = self.launch_metadata(grid_3, stream, *args)
             self.run(*grid_3, stream, self.function, self.packed_metadata, metadata,
@@ -526,12 +484,6 @@ def _metadata_tuple(fields: dict[str, Any]) -> tuple:
     return namedtuple("KernelMetadata", sorted(fields))(**fields)
 
 
-def _print(module: Module) -> str:
-    from ..ir.printer import print_module
-
-    return print_module(module)
-
-
 def _kernel_options(src: ASTSource | IRSource, options: dict | KernelOptions | None) -> KernelOptions:
     if isinstance(options, KernelOptions):
         return options
@@ -543,16 +495,18 @@ def _kernel_options(src: ASTSource | IRSource, options: dict | KernelOptions | N
 def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None) -> tuple[Module, dict, bool]:
     """(the frontend's IR of `src` for `target`, the options the passes take,
     whether to verify after each pass)."""
-    from .. import knobs
-    from ..frontend import ast_to_ir
-
     kernel_options = _kernel_options(src, options)
     signature, constexprs, divisible = src.frontend_inputs()
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
     # The interpreter holds every fp8 format; a GPU only those of its options.
-    supported_fp8 = None if target.backend == INTERPRETER_TARGET.backend else kernel_options.supported_fp8_dtypes
+    supported_fp8 = registry.backend_for(target).fp8_dtypes(kernel_options)
+    # The frontend, the passes and the disk cache are loaded by the first
+    # compilation that needs them, not by `import tritone` (about 200 ms
+    # together); a kernel found in the disk cache never needs the first two.
+    from ..frontend import ast_to_ir
+
     module = ast_to_ir(src.fn, signature, constexprs, frontend_options, supported_fp8=supported_fp8)
     return module, frontend_options, kernel_options.debug
 
@@ -566,17 +520,16 @@ def frontend_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions
 def make_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:
     """The optimised IR of `src` for `target`: the frontend, then the passes
     (`options` as for `compile`). What the backends start from."""
-    from .. import knobs
-    from ..passes import run_pipeline
-
     module, frontend_options, verify = _frontend(src, target, options)
+    from ..passes import run_pipeline  # see _frontend: loaded by the first compilation
+
     return run_pipeline(module, frontend_options, dump=knobs.compilation.dump_ir, verify=verify)
 
 
 def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | None = None,
             options: dict | None = None) -> CompiledKernel:
     """Compile `src` for `target` (default: where kernels run now,
-    `runtime.launch.active_target()`) with `options` (keywords of
+    `backends.sites.active_target()`) with `options` (keywords of
     `KernelOptions`; others are ignored, as Triton's backends ignore them).
     `src` is an `ASTSource`, or an IR file (`IRSource` or its path), whose IR
     skips the frontend and whose module attributes that are options win over
@@ -585,17 +538,13 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     For a CUDA target (`GPUTarget("cuda", 90, 32)`) the result holds the CUDA
     C++, PTX and cubin, taken from the disk cache when there; this needs NVRTC
     but no GPU. NVRTC rejecting the generated code raises a `PTXASError`
-    (`runtime.gpu_compile.NVRTCCompileError`). For the interpreter target, and
+    (`backends.cuda.build.NVRTCCompileError`). For the interpreter target, and
     for the "cpu" target TorchInductor's CPU Triton backend asks for, the result
     holds the IR and runs in the CPU interpreter.
 
     A kernel that cannot be compiled raises `CompilationError` showing the
     kernel's lines; its traceback starts here unless `TRITONE_FULL_TRACEBACK=1`
     (or `TRITON_DEBUG=1`) asks for tritone's internal frames too."""
-    from .. import __tritone_version__, knobs
-    from ..runtime.launch import active_target
-    from .timer import CompileTimer
-
     listener = knobs.compilation.listener
     timer = CompileTimer() if listener else None
     if isinstance(src, (str, os.PathLike)):
@@ -612,34 +561,21 @@ def compile(src: ASTSource | IRSource | str | os.PathLike, target: GPUTarget | N
     else:
         def build_ir(codegen_target: GPUTarget) -> Module:
             return make_ir(src, codegen_target, kernel_options)
-    if target.backend != "cuda" and target.backend != INTERPRETER_TARGET.backend:
+    if target.backend not in registry.REGISTRY:
         raise TritonError(f"kernel {src.name}: tritone compiles for CUDA GPUs (GPUTarget('cuda', arch, 32)) and "
                           f"for its CPU interpreter, not for {target}")
+    backend = registry.target_backend(target.backend)
     try:
-        if target.backend == "cuda":
-            from ..runtime import gpu_compile
-
-            binary = gpu_compile.compile_kernel(src.name, src.hash(), build_ir, target, kernel_options, timer=timer)
-            kernel = CompiledKernel.from_binary(src, kernel_options, binary)
-            if listener:
-                _notify(listener, src, kernel, timer, cache_hit=binary.from_cache)
-            return kernel
-        if timer is not None:
-            timer.lowering_started()
-        module = build_ir(target)
-        if timer is not None:
-            timer.stage_finished("ttir")
+        binary = backend.compile(src.name, src.hash(), build_ir, target, kernel_options, timer=timer)
     except CompilationError as error:
         if show_internal_frames():
             raise
         __tracebackhide__ = True  # pytest then shows the test's call and the kernel lines, not this function
         short = without_internal_frames(error)
         raise short from short.__cause__
-    digest = hashlib.sha256("\n".join([
-        src.hash(), kernel_options.hash(), repr(target), __tritone_version__]).encode()).hexdigest()
-    kernel = CompiledKernel.for_interpreter(src, module, kernel_options, target, digest)
+    kernel = CompiledKernel.from_binary(src, kernel_options, target, binary)
     if listener:
-        _notify(listener, src, kernel, timer, cache_hit=False)
+        _notify(listener, src, kernel, timer, cache_hit=binary.from_cache)
     return kernel
 
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from .. import __tritone_version__, __version__
+from ..backends.cuda.bindings.nvml import DisplayDriver
 from ..platform import Platform, host
-from ..runtime.nvml import DisplayDriver
 from .cache_report import cache_checks, cache_facts
 from .gpu import GpuFacts, gpu_checks, gpu_facts, nvrtc_checks
 from .live import live_checks

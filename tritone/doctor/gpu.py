@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import knobs
+from ..backends.cuda.bindings import libs
+from ..backends.cuda.bindings.driver_api import CudaDriver, CudaError, Device
+from ..backends.cuda.bindings.nvml import DisplayDriver, display_driver
 from ..errors import TritonError
 from ..platform import Platform
-from ..runtime import libs
-from ..runtime.cuda_driver import CudaDriver, CudaError, Device
-from ..runtime.nvml import DisplayDriver, display_driver
 from .report import Check, Status, pip_install, worst
 
 GPU = "GPU"

@@ -396,7 +396,7 @@ class _Parser:
 
 def _parse_layout(text: str) -> Any:
     """The layout object written as `text` (a CUDA backend layout)."""
-    from tritone.backends.cuda.layouts import parse_layout
+    from tritone.ir.layouts import parse_layout
 
     return parse_layout(text)
 

@@ -18,7 +18,7 @@ Two spellings:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 # name -> (kind, bitwidth, signed, mantissa bits, exponent bias)
 _SCALARS = {
@@ -561,3 +561,17 @@ def parse_type(text: str) -> dtype:
     if text.startswith("*"):
         return pointer_type(parse_type(text[1:]))
     return dtype(text)
+
+
+def is_descriptor_type(type_name: Any) -> bool:
+    """Whether a signature type names a host tensor descriptor (`tensordesc<fp16[64, 64]>`)."""
+    return isinstance(type_name, str) and type_name.startswith("tensordesc<")
+
+
+def descriptor_leaf_types(type_name: str) -> list[str]:
+    """The signature types of the values passed for a host descriptor of
+    signature type `type_name`: the descriptor itself (`type_name`, passed as
+    its tensor's address), the shape (i32 each), the strides (i64 each) and
+    the NaN-padding flag (u1)."""
+    rank = parse_type(type_name).rank
+    return [type_name] + ["i32"] * rank + ["i64"] * rank + ["u1"]

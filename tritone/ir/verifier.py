@@ -77,7 +77,7 @@ def _slice_layout(dim: int, parent: Any) -> Any:
         return None
     # Layouts exist only once the CUDA backend has run, so it is imported by then;
     # importing it here keeps tritone.ir free of the backend at import time.
-    from tritone.backends.cuda.layouts import SliceLayout
+    from tritone.ir.layouts import SliceLayout
 
     return SliceLayout(dim, parent)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..backends.compiler import DOT_INPUT_PRECISIONS
 from ..ir.core import Operation, Region
 from ..ir.inline_asm import check_constraints
+from ..ir.target import DOT_INPUT_PRECISIONS
 from ..ir.types import block_type, dtype, type_text
 from . import core as tl
 from .core import dtype_name, tensor

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..backends.compiler import GPUTarget
+from ..ir.target import GPUTarget
 from .core import TRITON_BUILTIN, constexpr
 
 __all__ = ["cuda_capability_geq", "current_target", "is_cuda", "is_hip", "is_hip_cdna3", "is_hip_cdna4"]

@@ -1,6 +1,8 @@
-"""Launching kernels: `@jit` and `JITFunction` (jit.py), argument typing and the
-binder (specialize.py), `kernel[grid](...)` (launch.py), the CPU interpreter
-path (interpreter_launch.py), autotuning (autotuner.py).
+"""Launching kernels, whatever the target: `@jit` and `JITFunction` (jit.py),
+argument typing and the binder (specialize.py), `kernel[grid](...)`
+(dispatch.py), the disk cache (cache.py), autotuning (autotuner.py) and
+Triton's `driver` (driver.py). What runs a kernel on a target is that target's
+folder under `tritone/backends/`.
 
 The names are Triton's `triton.runtime` exports. `jit` is not among them:
 `runtime.jit` is the module, as in Triton (`triton.runtime.jit.JITFunction`),

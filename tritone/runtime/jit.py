@@ -23,6 +23,9 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, NamedTuple, TypeVar, overload
 
+# TensorWrapper and reinterpret are Triton's names here (triton.runtime.jit.reinterpret).
+from ..tensors import TensorWrapper, is_pointer_like, reinterpret  # noqa: F401
+
 T = TypeVar("T")
 
 # Canonical spellings of annotation type names, as they appear in signatures.
@@ -142,60 +145,6 @@ class MockTensor:
         return 0
 
 
-class TensorWrapper:
-    """A tensor whose memory a kernel sees with another element type (`reinterpret`)."""
-
-    def __init__(self, base, dtype):
-        self.base = base
-        self.dtype = dtype
-        self.data = base.data
-        self.shape = base.shape
-        self.device = base.device
-
-    def data_ptr(self) -> int:
-        return self.base.data_ptr()
-
-    def stride(self, *args):
-        return self.base.stride(*args)
-
-    def numel(self) -> int:
-        return self.base.numel()
-
-    def element_size(self) -> int:
-        return self.base.element_size()
-
-    # Copies and new tensors keep the reinterpretation, as Triton's wrappers do.
-    def cpu(self) -> TensorWrapper:
-        return TensorWrapper(self.base.cpu(), self.dtype)
-
-    def to(self, device) -> TensorWrapper:
-        return TensorWrapper(self.base.to(device), self.dtype)
-
-    def clone(self) -> TensorWrapper:
-        return TensorWrapper(self.base.clone(), self.dtype)
-
-    def new_empty(self, sizes) -> TensorWrapper:
-        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
-
-    def copy_(self, other) -> None:
-        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
-
-    def __str__(self) -> str:
-        return f"TensorWrapper[{self.dtype}]({self.base})"
-
-
-def reinterpret(tensor, dtype):
-    """View `tensor`'s memory as elements of `dtype` (a tl dtype such as
-    `tl.float8e4nv`) when passed to a kernel."""
-    if isinstance(tensor, TensorWrapper):
-        if dtype == tensor.base.dtype:
-            return tensor.base
-        return TensorWrapper(tensor.base, dtype)
-    if hasattr(tensor, "data_ptr"):
-        return TensorWrapper(tensor, dtype)
-    raise TypeError(f"cannot reinterpret a {type(tensor).__name__}")
-
-
 # -- Triton's specialization functions -------------------------------------------
 # Callers of Triton's API (TorchInductor's mutation analysis, Triton's own
 # interpreter) ask for an argument's type and attribute in Triton's shapes.
@@ -211,7 +160,7 @@ def _upstream_answer(value: Any, type_name: Any, attribute: Any,
     attribute of ints and pointers that were specialised."""
     import numpy as np
 
-    from .specialize import CONSTEXPR, TupleSpecialization, is_pointer_like
+    from .specialize import CONSTEXPR, TupleSpecialization
 
     if isinstance(type_name, TupleSpecialization):
         pairs = [_upstream_answer(item, item_type, item_attribute, extra)
@@ -391,7 +340,7 @@ class DeviceCaches(dict):
 
     `ready` is what `kernel[grid](...)` launches from without the general path:
     argument key -> (the GPU decision, device, plan launch function, kernel),
-    filled by `runtime.launch`; `hot` holds the one entry the dispatcher launches
+    filled by `runtime.dispatch`; `hot` holds the one entry the dispatcher launches
     inline. Both are emptied by any change here or to a site's kernels."""
 
     __slots__ = ("_last", "ready", "hot", "_binder")
@@ -411,7 +360,7 @@ class DeviceCaches(dict):
         if isinstance(device, tuple):
             raise KeyError(device)
         from ..backends.compiler import make_backend
-        from .launch import site_of_device
+        from ..backends.sites import site_of_device
 
         site = site_of_device(device)
         kernels = self.for_site(site)
@@ -663,7 +612,7 @@ class JITFunction(KernelInterface[T]):
         `compile["specialization_data"]`) for the current launch site, and
         return the CompiledKernel, as Triton's preload does. It goes through
         the compile cache, where a later launch with matching arguments finds it."""
-        from .launch import preload
+        from .dispatch import preload
 
         return preload(self, specialization_data)
 
@@ -675,7 +624,7 @@ class JITFunction(KernelInterface[T]):
     def __getitem__(self, grid) -> T:
         """`kernel[grid]`: a launcher bound to `grid` that goes straight to the
         launch path, through the kernel's generated dispatcher
-        (`runtime.launch.make_dispatcher`) while no pre-run hook is set (a
+        (`runtime.dispatch.make_dispatcher`) while no pre-run hook is set (a
         subclass overriding `run` gets `run` called, as Triton's KernelInterface does)."""
         dispatch = self._dispatch
         if dispatch is None or self.pre_run_hooks:
@@ -758,10 +707,10 @@ _make_dispatcher: Callable[..., Any] | None = None
 
 
 def _dispatcher_factory() -> Callable[..., Any]:
-    """`runtime.launch.make_dispatcher`, imported on first use (see `_launch_function`)."""
+    """`runtime.dispatch.make_dispatcher`, imported on first use (see `_launch_function`)."""
     global _make_dispatcher
     if _make_dispatcher is None:
-        from .launch import make_dispatcher
+        from .dispatch import make_dispatcher
 
         _make_dispatcher = make_dispatcher
     return _make_dispatcher
@@ -821,11 +770,11 @@ def _import_object(module: str, qualname: str) -> Any:
 
 
 def _launch_function() -> Callable[..., Any]:
-    """`runtime.launch.launch`, imported on first use (it imports the compiler,
+    """`runtime.dispatch.launch`, imported on first use (it imports the compiler,
     which imports this module) and kept, since every launch goes through it."""
     global _launch
     if _launch is None:
-        from .launch import launch
+        from .dispatch import launch
 
         _launch = launch
     return _launch

@@ -40,6 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..language.core import constexpr
+from ..tensors import data_address, is_pointer_like
 from ..tools.tensor_descriptor import TensorDescriptor
 from .jit import _CANONICAL_TYPE_NAMES, JITFunction
 
@@ -139,18 +140,6 @@ def _check_byte_order(value: Any) -> None:
     if getattr(dtype, "isnative", True) is False:
         raise TypeError(f"a numpy array of non-native byte order ({dtype.str}) cannot be a kernel argument; "
                         f"convert it with .astype({dtype.newbyteorder('=').name!r})")
-
-
-def data_address(value: Any) -> int:
-    """The address of a tensor's or array's first element."""
-    data_ptr = getattr(value, "data_ptr", None)
-    if data_ptr is not None:
-        return data_ptr()
-    return value.__array_interface__["data"][0]
-
-
-def is_pointer_like(value: Any) -> bool:
-    return hasattr(value, "data_ptr") or (hasattr(value, "__array_interface__") and hasattr(value, "dtype"))
 
 
 def constexpr_key(value: Any) -> Any:

@@ -6,14 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tritone.backends.cuda import generate_cuda
+from tritone.backends.cuda.lowering import generate_cuda
 
 ARCHS = (61, 75, 80, 86, 89, 90, 120)
 ELF_MAGIC = b"\x7fELF"
 
 
 def _nvrtc():
-    from tritone.runtime import libs
+    from tritone.backends.cuda.bindings import libs
 
     try:
         return libs.nvrtc_for(80).nvrtc

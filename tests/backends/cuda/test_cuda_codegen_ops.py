@@ -4,9 +4,10 @@ corner cases. Each kernel compiles with NVRTC for an old and a new target."""
 
 from cuda_ir_builder import KernelBuilder, reduce
 
-from tritone.backends.cuda import generate_cuda, layout_pass, smem
-from tritone.backends.cuda.layouts import BlockedLayout
+from tritone.backends.cuda import layout_pass, smem
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.ir import types as T
+from tritone.ir.layouts import BlockedLayout
 
 F32, F16, I32, I64, U32, I1 = T.float32, T.float16, T.int32, T.int64, T.uint32, T.int1
 SPEC = {i: {"divisibility": 16} for i in range(8)}

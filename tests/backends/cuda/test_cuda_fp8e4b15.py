@@ -16,10 +16,11 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
+from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import prelude
 from tritone.compiler.compiler import ASTSource
 from tritone.interpreter.floats import decode_table, encode_fp8, round_to_dtype
+from tritone.ir.target import INTERPRETER_TARGET
 
 COMPILER = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
 

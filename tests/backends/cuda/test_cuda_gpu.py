@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import test_cuda_codegen as kernels
 
-from tritone.backends.cuda import generate_cuda
+from tritone.backends.cuda.lowering import generate_cuda
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -23,7 +23,7 @@ _CTYPES = {"int": ctypes.c_int32, "unsigned": ctypes.c_uint32, "long long": ctyp
 def run(build, grid, *args, options=None):
     """Compile the kernel `build()` makes for this GPU and launch it on `args`
     (torch CUDA tensors for pointers, Python numbers for scalars)."""
-    from tritone.runtime import cuda_driver, libs
+    from tritone.backends.cuda.bindings import driver_api, libs
 
     major, minor = torch.cuda.get_device_capability()
     arch = major * 10 + minor
@@ -31,13 +31,13 @@ def run(build, grid, *args, options=None):
     source, name, metadata = generate_cuda(kb.module, arch, options)
     nvrtc = libs.nvrtc_for(arch).nvrtc
     result = nvrtc.compile(source, f"{name}.cu", arch, ptx_only=not nvrtc.knows(arch), options=["-w"])
-    drv = cuda_driver.driver()
+    drv = driver_api.driver()
     torch.cuda.init()
     drv.context_set_current(drv.primary_context_retain(drv.device_get(torch.cuda.current_device())))
     module = drv.module_load_data(result.cubin if result.cubin is not None else result.ptx.encode() + b"\0")
     function = drv.module_get_function(module, name)
     if metadata["shared"] > 48 * 1024:
-        drv.set_function_attribute(function, cuda_driver.FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        drv.set_function_attribute(function, driver_api.FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    metadata["shared"])
     values = []
     for (_, ctype, _), arg in zip(metadata["params"], args):

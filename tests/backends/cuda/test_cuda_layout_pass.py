@@ -9,11 +9,12 @@ from cuda_ir_builder import KernelBuilder
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import generate_cuda, layout_pass
-from tritone.backends.cuda.layouts import BlockedLayout, SliceLayout
+from tritone.backends.cuda import layout_pass
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.ir import types as T
 from tritone.ir.core import Region
+from tritone.ir.layouts import BlockedLayout, SliceLayout
 
 FP32_PTR = T.pointer_type(T.float32)
 FP16_PTR = T.pointer_type(T.float16)

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tritone.backends.cuda.layouts import (
+from tritone.ir.layouts import (
     BlockedLayout,
     DotOperandLayout,
     NvidiaMmaLayout,

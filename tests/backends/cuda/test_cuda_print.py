@@ -17,8 +17,8 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import generate_cuda
 from tritone.backends.cuda.codegen_debug import element_conversion, element_format, index_widths, message_format
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 
 needs_gxx = pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")

@@ -20,7 +20,7 @@ import pytest
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import generate_cuda
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.errors import OutOfResources
 
@@ -428,7 +428,7 @@ def test_matmul_main_loop_sass(tmp_path):
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("no cuobjdump")
-    from tritone.runtime import libs
+    from tritone.backends.cuda.bindings import libs
 
     module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(128, 256, 64), 80, num_warps=8)
     source, name, _ = generate_cuda(module, 80, {"num_warps": 8})

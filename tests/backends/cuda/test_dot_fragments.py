@@ -40,8 +40,8 @@ from test_dot_compile import (
 
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import generate_cuda
 from tritone.backends.cuda.dot.shared import TileGeometry
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 
 # -- kernels -------------------------------------------------------------------------------
@@ -70,9 +70,9 @@ def dot_module(arch, dtype, m, n, k, trans_a=False, trans_b=False, acc=tl.float3
 
 def lower(module, target):
     """Run the GPU passes and the code generator; the Emitter (lines, prologue, names)."""
-    from tritone.backends.cuda import GPU_PASSES
     from tritone.backends.cuda.codegen import generate_kernel  # noqa: F401  (registers the generators)
     from tritone.backends.cuda.codegen_base import CodegenOptions, Emitter
+    from tritone.backends.cuda.lowering import GPU_PASSES
     from tritone.passes import PassContext
 
     num_warps = int(module.attrs.get("num_warps", 4))

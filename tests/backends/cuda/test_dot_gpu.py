@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 def on_the_gpu(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
-    from tritone.runtime.launch import active_target
+    from tritone.backends.sites import active_target
 
     if active_target().backend != "cuda":
         pytest.skip("kernels do not run on a GPU here")
@@ -35,8 +35,8 @@ def on_the_gpu(monkeypatch):
 def launch(kernel, grid, *args, **kwargs):
     """`kernel[grid](*args, **kwargs)`; on targets below 8.0 a block too big for their
     shared memory (48 KB on Pascal, 64 KB on Turing) skips the test instead."""
+    from tritone.backends.sites import active_target
     from tritone.errors import OutOfResources
-    from tritone.runtime.launch import active_target
 
     try:
         kernel[grid](*args, **kwargs)

@@ -11,8 +11,8 @@ import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import dot, layout_pass
 from tritone.backends.cuda.dot.fma import FmaDot
-from tritone.backends.cuda.layouts import BlockedLayout, NvidiaMmaLayout
 from tritone.compiler.compiler import ASTSource, make_ir
+from tritone.ir.layouts import BlockedLayout, NvidiaMmaLayout
 
 
 @triton.jit

@@ -9,14 +9,14 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
-from tritone.backends.compiler import GPUTarget, KernelOptions
-from tritone.backends.cuda import GPU_PASSES, generate_cuda, layout_pass, pipeline
-from tritone.backends.cuda.layouts import NvidiaMmaLayout, default_blocked_layout
+from tritone.backends.cuda import build, layout_pass, pipeline
+from tritone.backends.cuda.bindings.nvrtc import CompileResult
+from tritone.backends.cuda.lowering import GPU_PASSES, generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.ir import IRVerificationError, parse_module, print_module, verify
+from tritone.ir.layouts import NvidiaMmaLayout, default_blocked_layout
+from tritone.ir.target import GPUTarget, KernelOptions
 from tritone.passes import FRONTEND_PASSES, pass_name
-from tritone.runtime import gpu_compile
-from tritone.runtime.nvrtc import CompileResult
 
 GPU_PASS_NAMES = ["lower_descriptors", "layout_pass", "dot_operands", "pipeline", "smem"]
 HEADER = "// -----// IR Dump After "
@@ -105,17 +105,17 @@ def test_dump_ir_knob_dumps_frontend_and_gpu_passes_of_a_compilation(monkeypatch
     monkeypatch.setenv("TRITONE_DUMP_IR", "1")
     options = KernelOptions.from_dict({"num_warps": 4, "num_stages": 3})
     target = GPUTarget("cuda", 80, 32)
-    binary = gpu_compile.compile_kernel(
+    binary = build.compile_kernel(
         "scaled_matmul", SOURCE.hash(), lambda codegen_target: make_ir(SOURCE, codegen_target, options), target,
-        options, toolchain=gpu_compile.Toolchain(_StandInNVRTC(), 80, True), cache=None)
+        options, toolchain=build.Toolchain(_StandInNVRTC(), 80, True), cache=None)
     dumps = _dumps(capfd.readouterr().err)
     assert [name for name, _ in dumps] == [pass_name(p) for p in FRONTEND_PASSES] + GPU_PASS_NAMES
     assert dumps[len(FRONTEND_PASSES) - 1][1] == binary.asm["ttir"]  # the IR the GPU passes start from
     assert "cp.async" in binary.asm["ptx"]
     monkeypatch.delenv("TRITONE_DUMP_IR")
-    gpu_compile.compile_kernel(
+    build.compile_kernel(
         "scaled_matmul", SOURCE.hash(), lambda codegen_target: make_ir(SOURCE, codegen_target, options), target,
-        options, toolchain=gpu_compile.Toolchain(_StandInNVRTC(), 80, True), cache=None)
+        options, toolchain=build.Toolchain(_StandInNVRTC(), 80, True), cache=None)
     assert HEADER not in capfd.readouterr().err
 
 

@@ -44,12 +44,13 @@ from tests.kernels._cases import KERNEL_CASES, KernelCase
 from tests.kernels._data import seed_for
 from tests.kernels._loader import KERNELS_PATH, OPS_PATH, load_kernels
 from tests.kernels.test_ops import ALL_OP_CASES
-from tritone import knobs
-from tritone.backends.compiler import GPUTarget, KernelOptions
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import build
+from tritone.backends.cuda.bindings import libs
+from tritone.backends.cuda.bindings.nvrtc import CompileResult
 from tritone.compiler import ASTSource, CompiledKernel
-from tritone.runtime import gpu_compile, libs
+from tritone.ir.target import KernelOptions
 from tritone.runtime.jit import JITFunction
-from tritone.runtime.nvrtc import CompileResult
 
 ARCHS = (61, 75, 80, 86, 89, 90, 120)
 ELF_MAGIC = b"\x7fELF"
@@ -90,7 +91,9 @@ def _launched(path: Path, cases: Sequence[KernelCase]) -> list[Specialisation]:
         return launcher
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(knobs.runtime, "interpret", True)
+        # Through the environment: undoing a setattr would leave the knob assigned (False) for later tests.
+        patch.setenv("TRITON_INTERPRET", "1")
+        patch.delenv("TRITONE_INTERPRET", raising=False)
         patch.setattr(JITFunction, "__getitem__", warm_up_instead)
         for case in cases:
             current[0] = case.name
@@ -247,11 +250,11 @@ def outcomes(specialisations, tmp_path_factory) -> dict[int, list[Outcome]]:
                     "12.8 or newer, knows sm_61 to sm_120):\n" + "\n".join(missing), pytrace=False)
     logs: dict[tuple[str, str], str] = {}
     lock = threading.Lock()
-    select = gpu_compile.select_toolchain
+    select = build.select_toolchain
 
-    def verbose_toolchain(target: GPUTarget, *, forced: bool = False) -> gpu_compile.Toolchain:
+    def verbose_toolchain(target: GPUTarget, *, forced: bool = False) -> build.Toolchain:
         chosen = select(target, forced=forced)
-        return gpu_compile.Toolchain(_VerboseCompiler(chosen.compiler, logs, lock), chosen.arch, chosen.ptx_only)
+        return build.Toolchain(_VerboseCompiler(chosen.compiler, logs, lock), chosen.arch, chosen.ptx_only)
 
     def compile_one(spec: Specialisation, arch: int) -> Outcome:
         try:
@@ -266,7 +269,7 @@ def outcomes(specialisations, tmp_path_factory) -> dict[int, list[Outcome]]:
         patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("kernel_cache")))
         for name in ("TRITONE_TARGET", "TRITON_DISABLE_LINE_INFO", "TRITON_ALWAYS_COMPILE"):
             patch.delenv(name, raising=False)
-        patch.setattr(gpu_compile, "select_toolchain", verbose_toolchain)
+        patch.setattr(build, "select_toolchain", verbose_toolchain)
         workers = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                              else os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:

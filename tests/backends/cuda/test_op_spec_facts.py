@@ -13,8 +13,9 @@ from cuda_ir_builder import KernelBuilder
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.backends.cuda import generate_cuda, layout_pass
+from tritone.backends.cuda import layout_pass
 from tritone.backends.cuda.axis_info import analyze
+from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.ir import IRVerificationError, parse_module, print_module, verify
 from tritone.ir import types as T

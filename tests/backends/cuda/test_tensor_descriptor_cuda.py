@@ -15,8 +15,8 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.launch_plan import LaunchSpec, _allocate_storage
 from tritone.compiler import ASTSource
-from tritone.runtime.launcher import LaunchSpec, _allocate_storage
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
 

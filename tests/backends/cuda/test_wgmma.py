@@ -20,10 +20,10 @@ from test_dot_compile import (
 )
 
 import tritone.language as tl
-from tritone.backends.cuda import generate_cuda
 from tritone.backends.cuda.dot.shared import ThreadPart, TileGeometry, split_offset
 from tritone.backends.cuda.dot.wgmma import nvmma_layout
-from tritone.backends.cuda.layouts import NvmmaSharedLayout, SwizzledSharedLayout, parse_layout
+from tritone.backends.cuda.lowering import generate_cuda
+from tritone.ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout, parse_layout
 
 
 def hardware_swizzle(byte: int, span: int) -> int:

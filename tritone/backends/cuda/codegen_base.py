@@ -18,8 +18,8 @@ from typing import Callable, Iterator
 
 from tritone.ir.core import Function, Location, Operation, Region, Value
 
+from ...ir.layouts import DistributedLayout, LinearLayout
 from .codegen_types import ctype
-from .layouts import DistributedLayout, LinearLayout
 
 EMITTERS: dict[str, Callable[["Emitter", Operation], None]] = {}
 # op name -> bytes of shared scratch memory one such op needs (smem.py plans them)

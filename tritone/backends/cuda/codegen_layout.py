@@ -16,6 +16,7 @@ from typing import Callable
 
 from tritone.ir.core import Operation, Value
 
+from ...ir.layouts import Coord, LinearLayout, SwizzledSharedLayout
 from .codegen_base import (
     CodegenError,
     Emitter,
@@ -25,7 +26,6 @@ from .codegen_base import (
     row_major_strides,
 )
 from .codegen_types import ctype
-from .layouts import Coord, LinearLayout, SwizzledSharedLayout
 
 CoordMap = Callable[[Coord], Coord]
 

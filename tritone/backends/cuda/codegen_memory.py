@@ -20,12 +20,12 @@ from __future__ import annotations
 from tritone.ir.core import Operation, Value
 from tritone.ir.types import type_text
 
+from ...ir.layouts import LinearLayout
 from .axis_info import max_vector_elements
 from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
 from .codegen_elementwise import elementwise
 from .codegen_layout import _broadcast_map, _unique_registers, register_sources
 from .codegen_types import ctype, is_narrow_float, narrow, widen
-from .layouts import LinearLayout
 
 # bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
 _ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short", 1), 4: ("b32", "r", "unsigned", 1),

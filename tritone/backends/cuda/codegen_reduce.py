@@ -22,9 +22,9 @@ from __future__ import annotations
 from tritone.ir.core import Operation, Region, Value
 from tritone.ir.ops import OP_SPECS
 
+from ...ir.layouts import Coord, LinearLayout
 from .codegen_base import CodegenError, Emitter, emits, linear_index_expr, needs_scratch, row_major_strides
 from .codegen_types import ctype
-from .layouts import Coord, LinearLayout
 
 
 def combine_function(em: Emitter, op: Operation) -> str:

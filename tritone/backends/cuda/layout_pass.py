@@ -61,9 +61,9 @@ from tritone.ir.ops import (
     is_removable_when_unused,
 )
 
+from ...ir.layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
-from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
 
 _NO_RULE = OpSpec("", 0, None, "any")  # what an op without a spec relates: nothing
 _REMAT_LIMIT = 32

@@ -43,9 +43,9 @@ from tritone.ir.core import Function, Module, Operation, Region, Value, clone_op
 from tritone.ir.ops import is_pure
 from tritone.ir.types import block_type, int1, int32
 
+from ...ir.layouts import SwizzledSharedLayout
 from .axis_info import AxisInfoMap, analyze
 from .dot.shared import TileGeometry, copy_vector_width
-from .layouts import SwizzledSharedLayout
 
 
 def run(module: Module, ctx=None) -> None:

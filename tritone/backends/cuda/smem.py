@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Value
 
+from ...ir.layouts import NvmmaSharedLayout
 from . import codegen  # noqa: F401  (registers each op's scratch size)
 from .codegen_base import SCRATCH
 from .dot.shared import TILE_DEFINING_OPS, is_shared_tile, tile_bytes
-from .layouts import NvmmaSharedLayout
 
 _LOOPS = ("for", "while")
 _TILE_ALIGN = 128

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
-from ..layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
+from ....ir.layouts import DistributedLayout, DotOperandLayout, SwizzledSharedLayout
 
 
 class DotImplementation(ABC):

@@ -14,10 +14,10 @@ import dataclasses
 
 from tritone.ir.core import Operation, Value
 
+from ....ir.layouts import NvmmaSharedLayout
 from ..codegen_base import CodegenError, Emitter, emits
 from ..codegen_layout import _unique_registers
 from ..codegen_memory import owner_condition
-from ..layouts import NvmmaSharedLayout
 from . import select
 from .shared import (
     TileGeometry,

@@ -14,10 +14,10 @@ from __future__ import annotations
 from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
+from ....ir.layouts import BlockedLayout, DistributedLayout, SwizzledSharedLayout, default_blocked_layout
 from ..codegen_base import CodegenError
 from ..codegen_layout import _unique_registers
 from ..codegen_types import ctype, is_narrow_float, narrow, widen
-from ..layouts import BlockedLayout, DistributedLayout, SwizzledSharedLayout, default_blocked_layout
 from . import DotImplementation, register
 from .shared import TileGeometry, operand_shared_layout, tile_range
 

@@ -35,9 +35,9 @@ from typing import Callable
 from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
+from ....ir.layouts import DistributedLayout, DotOperandLayout, LinearLayout, NvidiaMmaLayout, SwizzledSharedLayout
 from ..codegen_base import CodegenError, bits_expr
 from ..codegen_types import ctype
-from ..layouts import DistributedLayout, DotOperandLayout, LinearLayout, NvidiaMmaLayout, SwizzledSharedLayout
 from . import DotImplementation
 from .shared import (
     ThreadPart,

@@ -18,9 +18,9 @@ from __future__ import annotations
 from tritone.ir.core import Module, Operation, Value
 from tritone.ir.types import block_type
 
+from ....ir.layouts import BlockedLayout, DistributedLayout, DotOperandLayout
 from ..codegen_layout import register_sources
 from ..layout_pass import make_convert
-from ..layouts import BlockedLayout, DistributedLayout, DotOperandLayout
 from . import select
 from .shared import is_shared_tile
 

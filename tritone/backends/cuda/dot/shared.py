@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from tritone.ir.core import Value
 from tritone.ir.types import dtype
 
+from ....ir.layouts import LinearLayout, NvmmaSharedLayout, SwizzledSharedLayout
 from ..axis_info import AxisInfo, max_vector_elements
-from ..layouts import LinearLayout, NvmmaSharedLayout, SwizzledSharedLayout
 
 TILE_DEFINING_OPS = ("local_alloc", "local_buffer")
 

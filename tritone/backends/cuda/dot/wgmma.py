@@ -37,8 +37,8 @@ from __future__ import annotations
 from tritone.ir.core import Operation
 from tritone.ir.types import type_text
 
+from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
 from ..codegen_base import CodegenError, emits
-from ..layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
 from . import DotImplementation, register
 from .mma import _OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range

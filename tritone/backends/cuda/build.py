@@ -1,4 +1,4 @@
-"""Compiling a kernel for the GPU: module IR -> CUDA C++ (`backends/cuda`) ->
+"""Compiling a kernel for the GPU: module IR -> CUDA C++ (`lowering`) ->
 NVRTC -> cubin, through the disk cache.
 
 `compile_kernel` computes the cache key first, from tritone's own source hash,
@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import knobs
-from ..backends.compiler import GPUTarget, KernelOptions, check_ctas_for
-from ..errors import PTXASError
-from ..ir.core import Module
-from ..ir.printer import print_module
-from . import cuda_driver, libs
-from .cache import KernelCache, default_cache, triton_key
-from .nvrtc import CompileResult, NVRTCError
+from ... import knobs
+from ...errors import PTXASError
+from ...ir.core import Module
+from ...ir.printer import print_module
+from ...ir.target import GPUTarget, KernelOptions, check_ctas_for
+from ...runtime.cache import KernelCache, default_cache, triton_key
+from ..base import KernelBinary
+from .bindings import driver_api, libs
+from .bindings.nvrtc import CompileResult, NVRTCError
 
 if TYPE_CHECKING:
-    from ..compiler.timer import CompileTimer
+    from ...compiler.timer import CompileTimer
 
 KEY_DIGITS = 32
 # The CUDA backend's entry point: (module, compute capability, options) -> (source, entry name, metadata).
@@ -38,7 +39,7 @@ Generator = Callable[[Module, int, KernelOptions], "tuple[str, str, Mapping[str,
 
 
 class Compiler(Protocol):
-    """What compiles CUDA C++: `tritone.runtime.nvrtc.NVRTC`, or a stand-in in tests."""
+    """What compiles CUDA C++: `tritone.backends.cuda.bindings.nvrtc.NVRTC`, or a stand-in in tests."""
 
     version: tuple[int, int]
 
@@ -68,8 +69,8 @@ def _driver_version() -> int | None:
     """The CUDA version the driver supports, None where there is no usable driver
     (compiling for a given target needs no GPU)."""
     try:
-        return cuda_driver.driver().driver_version()
-    except (libs.LibraryNotFound, cuda_driver.CudaError):
+        return driver_api.driver().driver_version()
+    except (libs.LibraryNotFound, driver_api.CudaError):
         return None
 
 
@@ -91,20 +92,6 @@ def cache_key(src_hash: str, options: KernelOptions, target: GPUTarget, toolchai
         parts.append("no line info")
     text = "\n".join(parts)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_DIGITS]
-
-
-@dataclass(frozen=True, eq=False)
-class GPUBinary:
-    """What a `CompiledKernel` needs from a GPU compilation. `asm` maps "ttir"
-    (the optimised IR), "cuda" (the generated source), "ptx" and, unless only PTX
-    was compiled, "cubin" (bytes). `metadata` holds name, entry, num_warps,
-    num_ctas, shared, hash, target (a GPUTarget), nvrtc, compiled_for and what
-    the code generator reported; `from_cache` whether it came from disk."""
-
-    hash: str
-    asm: Mapping[str, str | bytes]
-    metadata: Mapping[str, Any]
-    from_cache: bool
 
 
 class NVRTCCompileError(NVRTCError, PTXASError):
@@ -135,7 +122,7 @@ def without_line_directives(source: str) -> str:
 def _cuda_generator() -> Generator:
     # The CUDA backend imports most of the compiler, which imports the runtime:
     # it is loaded when the first kernel is compiled for a GPU.
-    from ..backends.cuda import generate_cuda
+    from .lowering import generate_cuda
 
     return generate_cuda
 
@@ -179,7 +166,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
                    options: KernelOptions, *, toolchain: Toolchain | None = None,
                    cache: KernelCache | None = _DEFAULT, generate: Generator | None = None,
                    always_compile: bool | None = None, line_info: bool | None = None,
-                   timer: CompileTimer | None = None) -> GPUBinary:
+                   timer: CompileTimer | None = None) -> KernelBinary:
     """Compile kernel `name` for `target`, or take it from the cache.
 
     `src_hash` identifies the source and specialization (`ASTSource.hash()`);
@@ -202,7 +189,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     if cache is not None and not always_compile:
         entry = cache.get(key, name)
         if entry is not None and _usable(entry.files, entry.metadata):
-            return GPUBinary(key, _asm_from_files(entry.files), _metadata_from_json(entry.metadata), True)
+            return KernelBinary(key, _asm_from_files(entry.files), _metadata_from_json(entry.metadata), True)
 
     if timer is not None:
         timer.lowering_started()
@@ -249,7 +236,7 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
     metadata = json.loads(json.dumps(metadata))
     if cache is not None:
         cache.put(key, name, files, metadata)
-    return GPUBinary(key, _asm_from_files(files), _metadata_from_json(metadata), False)
+    return KernelBinary(key, _asm_from_files(files), _metadata_from_json(metadata), False)
 
 
 def _usable(files: Mapping[str, bytes], metadata: Mapping[str, Any]) -> bool:

@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
+from tritone.backends.cuda.bindings import libs
+from tritone.backends.cuda.bindings.libs import Candidate, LibraryNotFound, find_driver, find_nvrtc, nvrtc_search
 from tritone.platform import SimulatedLibrary, SimulatedPlatform, host
-from tritone.runtime import libs
-from tritone.runtime.libs import Candidate, LibraryNotFound, find_driver, find_nvrtc, nvrtc_search
 
 # What nvrtcGetSupportedArchs answers in each release.
 ARCHS = {

@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from tritone.runtime import libs
-from tritone.runtime.nvrtc import NVRTC, CompileResult, NVRTCError, compile_cuda
+from tritone.backends.cuda.bindings import libs
+from tritone.backends.cuda.bindings.nvrtc import NVRTC, CompileResult, NVRTCError, compile_cuda
 
 TARGET_ARCHS = (61, 75, 80, 86, 89, 90, 120)
 ELF_MAGIC = b"\x7fELF"

@@ -14,8 +14,9 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tests.runtime._host_gpu import install_host_gpu
-from tritone.runtime import cuda_driver, launch, libs
-from tritone.runtime.device_array import DeviceArray
+from tritone.backends import sites
+from tritone.backends.cuda.bindings import driver_api, libs
+from tritone.backends.cuda.device_array import DeviceArray
 
 
 @triton.jit
@@ -133,8 +134,8 @@ def test_without_the_interpret_knob_gpu_arrays_are_refused(monkeypatch):
 
     for name in ("TRITON_INTERPRET", "TRITONE_INTERPRET"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(cuda_driver, "driver", missing)
-    launch.reset_active_target()
+    monkeypatch.setattr(driver_api, "driver", missing)
+    sites.reset_active_target()
     try:
         x = FakeCudaTensor(torch.randn(16))
         with pytest.raises(ValueError, match=r"argument 'x_ptr'.*no usable NVIDIA GPU") as caught:
@@ -147,7 +148,7 @@ def test_without_the_interpret_knob_gpu_arrays_are_refused(monkeypatch):
             add_kernel[(1,)](torch.zeros(16), torch.empty(16, device="meta"), torch.zeros(16), 16, BLOCK=16)
         assert "unset" not in str(caught.value) and ".cpu()" not in str(caught.value)
     finally:
-        launch.reset_active_target()
+        sites.reset_active_target()
 
 
 def test_tensors_without_memory_stay_refused(interpret):

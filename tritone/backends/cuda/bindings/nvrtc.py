@@ -1,7 +1,7 @@
 """NVRTC, NVIDIA's run-time CUDA compiler, through ctypes: CUDA C++ text in,
 cubin or PTX out.
 
-`NVRTC` wraps one loaded library (found by `runtime/libs.py`, or any object
+`NVRTC` wraps one loaded library (found by `backends/cuda/bindings/libs.py`, or any object
 with the same functions, such as a simulated library in tests). `compile_cuda`
 compiles with the NVRTC that `libs` chooses for the target architecture.
 """
@@ -158,7 +158,7 @@ def compile_cuda(source: str, name: str, arch: int, *, ptx_only: bool = False, o
     and `cubin` is None) so the driver can JIT it; `libs` warns once when it
     makes that choice."""
     # libs builds NVRTC objects from this module, so it is imported when first needed.
-    from tritone.runtime import libs
+    from tritone.backends.cuda.bindings import libs
 
     choice = libs.nvrtc_for(arch, driver_version=driver_version)
     if choice.ptx_fallback:

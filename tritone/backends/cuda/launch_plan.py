@@ -32,10 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compiler.compiler import descriptor_leaf_types, is_descriptor_type
-from ..errors import OutOfResources, TritonError
-from ..tools.tensor_descriptor import TensorDescriptor
-from .cuda_driver import (
+from ...errors import OutOfResources, TritonError
+from ...ir.types import descriptor_leaf_types, is_descriptor_type
+from ...tensors import TensorWrapper
+from ...tools.tensor_descriptor import TensorDescriptor
+from .bindings.driver_api import (
     CudaDriver,
     CudaError,
     DeviceAttribute,
@@ -45,7 +46,6 @@ from .cuda_driver import (
     launch_attributes,
     launch_config,
 )
-from .jit import TensorWrapper
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 # Shared memory above this needs the MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in.
@@ -583,7 +583,7 @@ class LaunchPlan:
 
     def inline_parts(self) -> dict[str, Any] | None:
         """What code that launches this plan itself, without `launch`, uses (for the
-        dispatcher of `runtime.launch`): `acquire`/`release` (the plan's lock, held
+        dispatcher of `runtime.dispatch`): `acquire`/`release` (the plan's lock, held
         while the storage is written and launched from), `storage` (one ctypes value
         per run-time parameter), `params` (their addresses), `config` (a
         `LaunchConfig` whose `grid_x` and `stream` the caller sets) at

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import tritone
+from tritone.backends.cuda.bindings import driver_api, libs
+from tritone.backends.cuda.bindings.driver_api import CudaDriver, CudaError, DeviceAttribute, JitOption, MemoryType
 from tritone.errors import TritonError
 from tritone.platform import SimulatedLibrary
-from tritone.runtime import cuda_driver, libs
-from tritone.runtime.cuda_driver import CudaDriver, CudaError, DeviceAttribute, JitOption, MemoryType
 
 target = SimulatedLibrary.target
 
@@ -243,19 +243,19 @@ def test_function_missing_from_an_old_driver(driver):
 def test_driver_initialises_once_and_not_after_a_failure(monkeypatch):
     simulated = SimulatedDriver(init_code=100)
     monkeypatch.setattr(libs, "load_driver", lambda: libs.DriverLibrary(simulated.library, "libcuda.so.1", "test"))
-    monkeypatch.setattr(cuda_driver, "_driver", None)
+    monkeypatch.setattr(driver_api, "_driver", None)
     with pytest.raises(CudaError, match="CUDA_ERROR_NO_DEVICE"):
-        cuda_driver.driver()
+        driver_api.driver()
     simulated.init_code = 0
-    first = cuda_driver.driver()
-    assert cuda_driver.driver() is first and first.path == "libcuda.so.1"
+    first = driver_api.driver()
+    assert driver_api.driver() is first and first.path == "libcuda.so.1"
     assert len(simulated.library.cuInit.calls) == 2
 
 
 def test_every_prototype_is_fixed_width():
     allowed = (ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_size_t, ctypes.c_void_p,
                ctypes.c_char_p, ctypes.c_float)
-    for name, argtypes in cuda_driver._PROTOTYPES.items():
+    for name, argtypes in driver_api._PROTOTYPES.items():
         for argtype in argtypes:
             base = getattr(argtype, "_type_", None) if issubclass(argtype, ctypes._Pointer) else argtype
             assert base in allowed, f"{name}: {argtype}"
@@ -284,10 +284,10 @@ ADD_SOURCE = """extern "C" __global__ void add_scaled(const float* x, const floa
 
 @pytest.mark.gpu
 def test_compile_load_and_launch_on_the_gpu():
-    from tritone.runtime.nvrtc import compile_cuda
+    from tritone.backends.cuda.bindings.nvrtc import compile_cuda
 
     try:
-        driver = cuda_driver.driver()
+        driver = driver_api.driver()
     except (libs.LibraryNotFound, CudaError) as error:
         pytest.skip(f"no usable GPU: {error}")
     device = driver.device(0)
@@ -306,12 +306,12 @@ def test_compile_load_and_launch_on_the_gpu():
     for kind, image in images.items():
         module = driver.module_load_data_ex(image)
         function = driver.module_get_function(module, "add_scaled")
-        assert driver.function_attribute(cuda_driver.FunctionAttribute.NUM_REGS, function) > 0
+        assert driver.function_attribute(driver_api.FunctionAttribute.NUM_REGS, function) > 0
         pointers = [driver.memory_alloc(4 * n) for _ in range(3)]
         driver.copy_host_to_device(pointers[0], x, 4 * n)
         driver.copy_host_to_device(pointers[1], y, 4 * n)
         driver.memset_d8(pointers[2], 0xFF, 4 * n)  # NaN poison
-        assert driver.pointer_attribute(cuda_driver.PointerAttribute.MEMORY_TYPE, pointers[0]) == MemoryType.DEVICE
+        assert driver.pointer_attribute(driver_api.PointerAttribute.MEMORY_TYPE, pointers[0]) == MemoryType.DEVICE
         values = [ctypes.c_uint64(pointer) for pointer in pointers] + [ctypes.c_float(alpha), ctypes.c_int32(n)]
         parameters = (ctypes.c_void_p * len(values))(*(ctypes.addressof(value) for value in values))
         stream = driver.stream_create()

@@ -12,9 +12,10 @@ import pytest
 import tritone as triton
 import tritone.language as tl
 from tests.runtime._host_gpu import install_host_gpu
-from tritone.backends.compiler import INTERPRETER_TARGET, GPUTarget
-from tritone.runtime import launch
-from tritone.runtime.device_array import CudaDevice, DeviceArray, KernelMemory
+from tritone.backends import sites
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.device_array import CudaDevice, DeviceArray, KernelMemory
+from tritone.ir.target import INTERPRETER_TARGET
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -116,7 +117,7 @@ def test_bad_shapes_dtypes_and_copies_are_refused(monkeypatch):
 
 
 def test_kernel_memory_in_the_interpreter(monkeypatch):
-    monkeypatch.setattr(launch, "launch_site", lambda: launch.INTERPRETER_SITE)
+    monkeypatch.setattr(sites, "launch_site", lambda: sites.INTERPRETER_SITE)
     host = np.zeros(5, np.float32)
     with KernelMemory() as memory:
         assert not memory.on_gpu and memory.target == INTERPRETER_TARGET and memory.where == "CPU interpreter"
@@ -126,7 +127,7 @@ def test_kernel_memory_in_the_interpreter(monkeypatch):
 
 def test_kernel_memory_on_a_gpu(monkeypatch):
     gpu = install_host_gpu(monkeypatch)
-    monkeypatch.setattr(launch, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
+    monkeypatch.setattr(sites, "launch_site", lambda: (GPUTarget("cuda", 90, 32), 0))
     host = np.random.default_rng().standard_normal(7).astype(np.float32)
     with KernelMemory() as memory:
         assert memory.on_gpu and memory.where == "Simulated GPU (sm_90)"
@@ -153,10 +154,10 @@ def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
 def real_gpu(monkeypatch):
     for name in ("TRITON_INTERPRET", "TRITONE_INTERPRET"):
         monkeypatch.delenv(name, raising=False)
-    launch.reset_active_target()
-    assert launch.active_target().backend == "cuda", launch.gpu_unavailable_reason()
+    sites.reset_active_target()
+    assert sites.active_target().backend == "cuda", sites.gpu_unavailable_reason()
     yield
-    launch.reset_active_target()
+    sites.reset_active_target()
 
 
 @pytest.mark.gpu

@@ -18,8 +18,8 @@ from ctypes import POINTER, byref, c_char_p, c_float, c_int32, c_size_t, c_uint8
 from dataclasses import dataclass
 from typing import Any
 
+from tritone.backends.cuda.bindings import libs
 from tritone.errors import TritonError
-from tritone.runtime import libs
 
 CUDA_SUCCESS = 0
 
@@ -212,7 +212,7 @@ _HINTS = {
                                "from LD_LIBRARY_PATH.",
     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "The driver library and the kernel driver differ in version; "
                                          "a reboot after a driver update usually fixes it.",
-    "CUDA_ERROR_NOT_INITIALIZED": "cuInit has not been called; use tritone.runtime.cuda_driver.driver().",
+    "CUDA_ERROR_NOT_INITIALIZED": "cuInit has not been called; use tritone.backends.cuda.bindings.driver_api.driver().",
     "CUDA_ERROR_INVALID_CONTEXT": "No CUDA context is current on this thread.",
     "CUDA_ERROR_OUT_OF_MEMORY": "The GPU is out of memory.",
     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "The PTX is newer than this driver can compile: update the NVIDIA driver, "

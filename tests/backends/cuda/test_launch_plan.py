@@ -1,4 +1,4 @@
-"""The GPU launcher (runtime/launcher.py) against a simulated driver: argument
+"""The GPU launcher (backends/cuda/launch_plan.py) against a simulated driver: argument
 packing and its reused storage, grid limits, pointer checks, shared memory,
 contexts; and on a real GPU (`gpu` marker) a launch with results checked."""
 
@@ -16,13 +16,14 @@ import torch
 
 import tritone
 import tritone.language as tl
-from tritone.backends.compiler import GPUTarget, KernelOptions
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import launch_plan as launcher_module
+from tritone.backends.cuda.bindings.driver_api import CudaDriver, CudaError, DeviceAttribute, FunctionAttribute
+from tritone.backends.cuda.launch_plan import LaunchPlan, LaunchSpec, Parameter, check_grid, plan_for
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.errors import OutOfResources, TritonError
+from tritone.ir.target import KernelOptions
 from tritone.platform import SimulatedLibrary
-from tritone.runtime import launcher as launcher_module
-from tritone.runtime.cuda_driver import CudaDriver, CudaError, DeviceAttribute, FunctionAttribute
-from tritone.runtime.launcher import LaunchPlan, LaunchSpec, Parameter, check_grid, plan_for
 
 target = SimulatedLibrary.target
 ERRORS = {1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
@@ -470,10 +471,10 @@ extern "C" __global__ void axpy_shared(const float* x, float* out, float alpha, 
 
 @pytest.mark.gpu
 def test_launch_on_the_gpu():
-    from tritone.runtime import cuda_driver
-    from tritone.runtime.nvrtc import compile_cuda
+    from tritone.backends.cuda.bindings import driver_api
+    from tritone.backends.cuda.bindings.nvrtc import compile_cuda
 
-    driver = cuda_driver.driver()
+    driver = driver_api.driver()
     arch = driver.device(0).arch
     cubin = compile_cuda(KERNEL, "axpy.cu", arch, driver_version=driver.driver_version()).cubin
     params = [("x", "*fp32"), ("out", "*fp32"), ("alpha", "fp32"), ("n", "i32"), ("BLOCK", "constexpr"),
@@ -528,7 +529,7 @@ class NoCompiler:
     version = (12, 9)
 
     def compile(self, source, name, arch, *, ptx_only=False, options=(), arch_suffix=""):
-        from tritone.runtime.nvrtc import CompileResult
+        from tritone.backends.cuda.bindings.nvrtc import CompileResult
 
         return CompileResult(cubin=b"\x7fELF", ptx="// ptx", log="", target=f"sm_{arch}", nvrtc_version=self.version)
 
@@ -539,11 +540,11 @@ def build_ir(source: ASTSource, target: GPUTarget):
 
 
 def generated_binary(source: ASTSource, compiler, cache=None):
-    from tritone.runtime import gpu_compile
+    from tritone.backends.cuda import build
 
     target = GPUTarget("cuda", 86, 32)
-    toolchain = gpu_compile.Toolchain(compiler, 86, False) if compiler is not None else None
-    return gpu_compile.compile_kernel(source.name, source.hash(), lambda t: build_ir(source, t), target,
+    toolchain = build.Toolchain(compiler, 86, False) if compiler is not None else None
+    return build.compile_kernel(source.name, source.hash(), lambda t: build_ir(source, t), target,
                                       KernelOptions(num_warps=8), toolchain=toolchain, cache=cache)
 
 
@@ -562,16 +563,17 @@ def test_the_code_generator_and_the_launcher_agree_on_argument_sizes(gpu):
 
 @pytest.mark.gpu
 def test_generated_kernel_runs_on_the_gpu(tmp_path):
-    from tritone.runtime import cuda_driver, gpu_compile
+    from tritone.backends.cuda import build
+    from tritone.backends.cuda.bindings import driver_api
     from tritone.runtime.cache import KernelCache
 
-    driver = cuda_driver.driver()
+    driver = driver_api.driver()
     target = GPUTarget("cuda", driver.device(0).arch, 32)
     cache = KernelCache(str(tmp_path))
-    binary = gpu_compile.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: build_ir(SCALARS, t), target,
+    binary = build.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: build_ir(SCALARS, t), target,
                                         KernelOptions(num_warps=8), cache=cache)
     assert "cubin" in binary.asm and not binary.from_cache
-    again = gpu_compile.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: pytest.fail("recompiled"),
+    again = build.compile_kernel(SCALARS.name, SCALARS.hash(), lambda t: pytest.fail("recompiled"),
                                        target, KernelOptions(num_warps=8), cache=cache)
     assert again.from_cache and again.asm["cubin"] == binary.asm["cubin"]
     plan = plan_for(LaunchSpec.from_compiled(SCALARS, again.metadata, again.asm, again.hash), 0, driver)

@@ -19,8 +19,8 @@ from ctypes import c_char_p, c_int32, c_uint32
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TritonError
-from ..platform import Platform
+from ....errors import TritonError
+from ....platform import Platform
 
 NVML_SUCCESS = 0
 # NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE in nvml.h: room for any version string.

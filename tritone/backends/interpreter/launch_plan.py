@@ -19,23 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import knobs
-from ..interpreter import run_kernel
-from . import cuda_driver
-from .jit import TensorWrapper
-from .launcher import _make_context_current, current_device, element_at
-from .specialize import is_pointer_like
+from ... import knobs
+from ...interpreter import run_kernel
+from ...tensors import TensorWrapper, is_pointer_like
+from ..base import normalize_grid
+from ..cuda.bindings import driver_api
+from ..cuda.launch_plan import _make_context_current, current_device, element_at
+from ..sites import gpu_unavailable_reason
 
 if TYPE_CHECKING:
-    from ..compiler.compiler import CompiledKernel
+    from ...compiler.compiler import CompiledKernel
 
 
 def _why_on_the_cpu() -> str:
     """Why kernels run in the interpreter now, for messages."""
     if knobs.runtime.interpret:
         return "TRITON_INTERPRET is set, so kernels run in tritone's CPU interpreter"
-    from .launch import gpu_unavailable_reason
-
     reason = gpu_unavailable_reason()
     # The first sentence names the problem; the rest (places searched, fixes) is the doctor's to show.
     summary = reason.splitlines()[0].split(". ")[0].rstrip(".") if reason else ""
@@ -155,7 +154,7 @@ class _HostCopies:
 def _driver_for(arrays: list[Any]) -> Any:
     """The CUDA driver with a context of the arrays' GPU current (the launcher's, of
     the device the first array names, else of the current device)."""
-    driver = cuda_driver.driver()
+    driver = driver_api.driver()
     named = [getattr(getattr(a, "device", None), "index", None) for a in arrays]
     device = next((index for index in named if isinstance(index, int)), None)
     _make_context_current(driver, current_device(driver) if device is None else device)
@@ -230,8 +229,6 @@ class InterpreterPlan:
 
     def launch(self, grid_x: Any, grid_y: Any, grid_z: Any, stream: Any, *args: Any) -> None:
         """Run the kernel over the grid (dimensions of 0 run nothing)."""
-        from .launch import normalize_grid
-
         kernel = self.kernel
         if len(args) != self._arg_count:
             raise TypeError(f"kernel {kernel.name} takes {self._arg_count} arguments (constexprs included), "

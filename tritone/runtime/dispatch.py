@@ -1,7 +1,7 @@
 """`kernel[grid](*args, **kwargs)`: bind the arguments, find or compile the
 kernel for their specialization and the options, resolve the grid, run.
 
-Where kernels run is decided here (`launch_site`): on the current NVIDIA GPU
+Where kernels run is `backends.sites.launch_site()`: on the current NVIDIA GPU
 when the driver loads and sees a GPU and TRITON_INTERPRET is not set, else in
 the CPU interpreter. Compiled kernels are kept per kernel in
 `fn.device_caches[(target, device)]`, keyed by (specialization, what the
@@ -16,26 +16,22 @@ loaded kernel's plan is called directly when no launch hooks are set.
 from __future__ import annotations
 
 import difflib
-import functools
-import operator
 import os
-import re
 import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import knobs
-from ..backends.compiler import INTERPRETER_TARGET, GPUTarget, KernelOptions
+from ..backends import sites
+from ..backends.base import normalize_grid
+from ..backends.sites import launch_site, site_for
 from ..compiler import compiler
-from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
+from ..errors import CompilationError, show_internal_frames, without_internal_frames
+from ..ir.target import GPUTarget, KernelOptions
 from ..language.core import constexpr
-from . import cuda_driver
-from .cuda_driver import CudaDriver, DeviceAttribute
-from .launcher import current_device
 from .specialization_data import deserialize_specialization_data, serialize_specialization_data
 from .specialize import (
     CONSTEXPR,
@@ -52,165 +48,6 @@ from .specialize import (
 
 if TYPE_CHECKING:
     from .jit import JITFunction
-
-
-# The interpreter has no device ordinal.
-INTERPRETER_SITE: tuple[GPUTarget, int | None] = (INTERPRETER_TARGET, None)
-
-
-@dataclass
-class _GPU:
-    """The usable GPU driver, the forced compute capability (TRITONE_TARGET) if
-    any, how to ask for the current device, and the launch site of each device
-    seen so far."""
-
-    driver: CudaDriver
-    forced_arch: int | None
-    current_device: Callable[[], int]
-    sites: dict[int, tuple[GPUTarget, int]] = field(default_factory=dict)
-
-
-def _device_getter(driver: CudaDriver, settle: Callable[[Callable[[], int]], None]) -> Callable[[], int]:
-    """`launcher.current_device`, through torch's raw accessor once torch has
-    initialised CUDA (which spares `torch.cuda.current_device`'s Python layer on
-    every launch) when torch is loaded already. From the first call that finds
-    CUDA initialised, which it stays for the process, `settle(raw accessor)` is
-    called so that the caller can use the accessor alone."""
-    torch = sys.modules.get("torch")
-    raw = getattr(getattr(torch, "_C", None), "_cuda_getDevice", None)
-    if raw is None:
-        return functools.partial(current_device, driver)
-    is_initialized = torch.cuda.is_initialized
-
-    def device() -> int:
-        if is_initialized():
-            settle(raw)
-            return raw()
-        return current_device(driver)
-
-    return device
-
-
-_UNDECIDED: Any = object()
-_gpu: Any = _UNDECIDED  # a _GPU, None (no usable GPU) or _UNDECIDED
-_gpu_reason: str | None = None
-_gpu_lock = threading.Lock()
-
-_TARGET_PATTERN = re.compile(r"(?:sm_|compute_)?(\d+)[af]?", re.IGNORECASE)
-
-
-def parse_target(text: str | None) -> int | None:
-    """The compute capability a TRITONE_TARGET value names ("sm_80", "compute_90",
-    "sm_90a" or "86"), as major*10+minor; None when unset. The "a"/"f" suffixes
-    are accepted and dropped (the code generator chooses architecture-specific
-    features itself). Raises ValueError for anything else."""
-    if text is None or not text.strip():
-        return None
-    match = _TARGET_PATTERN.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"TRITONE_TARGET must name a compute capability such as sm_80, compute_90 or 86, "
-                         f"got {text!r}")
-    return int(match.group(1))
-
-
-def _decide_gpu() -> _GPU | None:
-    """Probe the driver and its devices once per process (until `reset_active_target`)."""
-    global _gpu, _gpu_reason
-    with _gpu_lock:
-        if _gpu is _UNDECIDED:
-            forced_arch = parse_target(knobs.nvidia.target)
-            try:
-                driver = cuda_driver.driver()
-                count = driver.device_count()
-            except (TritonError, OSError) as error:
-                _gpu, _gpu_reason = None, str(error).strip() or repr(error)
-            else:
-                if count < 1:
-                    _gpu, _gpu_reason = None, "the CUDA driver sees no GPU"
-                else:
-                    gpu = _GPU(driver, forced_arch, int)
-                    gpu.current_device = _device_getter(driver, functools.partial(setattr, gpu, "current_device"))
-                    _gpu, _gpu_reason = gpu, None
-        return _gpu
-
-
-def _new_site(gpu: _GPU, device: int) -> tuple[GPUTarget, int]:
-    arch = gpu.forced_arch
-    if arch is None:
-        handle = gpu.driver.device_get(device)
-        arch = (gpu.driver.device_attribute(DeviceAttribute.COMPUTE_CAPABILITY_MAJOR, handle) * 10
-                + gpu.driver.device_attribute(DeviceAttribute.COMPUTE_CAPABILITY_MINOR, handle))
-    with _gpu_lock:
-        return gpu.sites.setdefault(device, (GPUTarget("cuda", arch, 32), device))
-
-
-def launch_site() -> tuple[GPUTarget, int | None]:
-    """`(target, device)` that kernels compile and launch for now, the key of
-    `JITFunction.device_caches`: `(GPUTarget("cuda", arch, 32), ordinal)` of the
-    current GPU (torch's current device once torch has initialised CUDA), with
-    arch its compute capability or the one TRITONE_TARGET forces; else
-    `INTERPRETER_SITE`. TRITON_INTERPRET / TRITONE_INTERPRET is read on every
-    call; whether a GPU is usable is decided once per process."""
-    return _site(knobs.runtime.interpret)
-
-
-def _site(interpret: bool) -> tuple[GPUTarget, int | None]:
-    if interpret:
-        return INTERPRETER_SITE
-    gpu = _gpu
-    if gpu is _UNDECIDED:
-        gpu = _decide_gpu()
-    if gpu is None:
-        return INTERPRETER_SITE
-    device = gpu.current_device()
-    site = gpu.sites.get(device)
-    return site if site is not None else _new_site(gpu, device)
-
-
-def active_target() -> GPUTarget:
-    """Where kernels run now: the CUDA target of the current GPU, or the CPU
-    interpreter's target when TRITON_INTERPRET is set or no GPU is usable. The
-    one place that chooses between GPU and CPU (see `launch_site`)."""
-    return launch_site()[0]
-
-
-def gpu_unavailable_reason() -> str | None:
-    """Why no GPU is used (the driver's or the library search's message), or
-    None when one is usable or none was looked for yet."""
-    return _gpu_reason
-
-
-def reset_active_target() -> None:
-    """Forget the GPU decision, so that the next launch probes the driver again
-    and rereads TRITONE_TARGET (tests use it; so may a program that sets
-    TRITONE_TARGET after its first launch)."""
-    global _gpu, _gpu_reason
-    with _gpu_lock:
-        _gpu, _gpu_reason = _UNDECIDED, None
-
-
-def normalize_grid(grid: Any, kernel_name: str) -> tuple[int, int, int]:
-    """A grid of 1-3 integers (ints, numpy integers, constexprs of ints: whatever
-    `operator.index` takes) as three ints, missing dimensions 1. Raises TypeError
-    for anything else (a float or a string is not truncated or parsed) and
-    ValueError for negative sizes, naming the kernel."""
-    dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"kernel {kernel_name}: the grid must have 1 to 3 dimensions, got {grid!r}")
-    result = []
-    for dim in dims:
-        value = dim.value if isinstance(dim, constexpr) else dim
-        try:
-            value = operator.index(value)
-        except TypeError:
-            raise TypeError(f"kernel {kernel_name}: grid dimensions must be integers, got {grid!r} "
-                            f"(a {type(value).__name__}; round or convert it with int() yourself)") from None
-        if value < 0:
-            raise ValueError(f"kernel {kernel_name}: grid dimensions must not be negative, got {grid!r}")
-        result.append(value)
-    while len(result) < 3:
-        result.append(1)
-    return result[0], result[1], result[2]
 
 
 def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -> compiler.ASTSource:
@@ -263,17 +100,6 @@ def preload(fn: JITFunction, text: str) -> compiler.CompiledKernel:
         raise RuntimeError(f"Specialization data is for {data['name']} but trying to preload for {name}")
     source = compiler.ASTSource(fn, data["signature"], data["constants"], data["attrs"])
     return compiler.compile(source, target=launch_site()[0], options=data["options"])
-
-
-def site_of_device(device: Any) -> tuple[GPUTarget, int | None]:
-    """The launch site of `device`, the GPU ordinal Triton keys its per-device
-    caches by: the interpreter's site when kernels are interpreted or no GPU is
-    usable, the current site for anything but an int ordinal."""
-    site = launch_site()
-    if site is INTERPRETER_SITE or not isinstance(device, int) or device == site[1]:
-        return site
-    known = _gpu.sites.get(device)
-    return known if known is not None else _new_site(_gpu, device)
 
 
 def _hashable(value):
@@ -359,7 +185,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
     knob_values = _launch_knobs()
     interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = knob_values
     options_key = (_hashable(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
-    cache = fn.device_caches.for_site(site := _site(interpret))
+    cache = fn.device_caches.for_site(site := site_for(interpret))
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)
     if kernel is None:
@@ -392,7 +218,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
         if (not extra and not always_compile and not fn.pre_run_hooks and not fn.used_global_vals
                 and site[1] is not None and knob_values is _launch_knobs_defaults and not _launch_knobs.assigned):
             # The dispatcher may launch these arguments from now on without this path.
-            entry = (_gpu, site[1], plan.launch, kernel)
+            entry = (sites._gpu, site[1], plan.launch, kernel)
             caches = fn.device_caches
             caches.ready[arguments_key] = entry
             if not caches.hot and fn._dispatch is not None:
@@ -496,7 +322,7 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     environ = os.environ
     namespace.update({
         f"{p}fn": fn, f"{p}ready": fn.device_caches.ready, f"{p}hot": fn.device_caches.hot, f"{p}launch": launch,
-        f"{p}module": sys.modules[__name__], f"{p}os": os, f"{p}environ": environ,
+        f"{p}module": sites, f"{p}os": os, f"{p}environ": environ,
         f"{p}knob_keys": _launch_knobs.environ_keys, f"{p}assigned": _launch_knobs.assigned,
         f"{p}runtime": knobs.runtime, f"{p}grid_dims": _grid_dims, f"{p}names": tuple(fn.arg_names),
     })

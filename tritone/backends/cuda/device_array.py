@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ..errors import TritonError
-from . import cuda_driver, launch
-from .cuda_driver import CudaDriver
-from .launcher import _make_context_current, current_device
+from ...errors import TritonError
+from .. import sites
+from .bindings import driver_api
+from .bindings.driver_api import CudaDriver
+from .launch_plan import _make_context_current, current_device
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class DeviceArray:
         self.dtype = np.dtype(dtype)
         if self.dtype.hasobject or self.dtype.itemsize == 0:
             raise TypeError(f"DeviceArray: {self.dtype} has no fixed-size binary form that a GPU can hold")
-        self._driver = driver if driver is not None else cuda_driver.driver()
+        self._driver = driver if driver is not None else driver_api.driver()
         ordinal = current_device(self._driver) if device is None else device
         self.device = CudaDevice(ordinal)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
@@ -160,7 +161,7 @@ class KernelMemory:
     the `with` block) frees the device memory."""
 
     def __init__(self) -> None:
-        self.target, self.device = launch.launch_site()
+        self.target, self.device = sites.launch_site()
         self._arrays: list[DeviceArray] = []
 
     @property
@@ -172,7 +173,7 @@ class KernelMemory:
         """Where kernels run, for people: the GPU's name and architecture, or "CPU interpreter"."""
         if not self.on_gpu:
             return "CPU interpreter"
-        driver = cuda_driver.driver()
+        driver = driver_api.driver()
         return f"{driver.device_name(driver.device_get(self.device))} (sm_{self.target.arch})"
 
     def put(self, array: np.ndarray) -> Any:

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritone import knobs
+from tritone.backends.cuda.bindings.nvrtc import NVRTC, NVRTCError
 from tritone.errors import TritonError
 from tritone.platform import Platform, host, site_packages_dirs, unique_paths
-from tritone.runtime.nvrtc import NVRTC, NVRTCError
 
 PIP_NVRTC_12 = "nvidia-cuda-nvrtc-cu12"
 PIP_NVRTC_13 = "nvidia-cuda-nvrtc"
