@@ -215,6 +215,12 @@ def _move(em: Emitter, op: Operation, to_src: CoordMap, write_strides: list[int]
     possible, else through shared memory."""
     src, dst = op.operands[0], op.results[0]
     sources = register_sources(em.linear(src), em.linear(dst), to_src)
+    if sources == list(range(len(sources or ()))):
+        # Register i is register i: the result is the operand's array (values
+        # are never written after their definition; a loop's carried arrays
+        # are assigned through temporaries), which keeps big kernels' sources small.
+        em.bind(dst, em.name(src))
+        return
     if sources is not None:
         copy_registers(em, src, em.define_block(dst), sources)
         return

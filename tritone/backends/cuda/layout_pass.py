@@ -46,7 +46,14 @@ from tritone.ir.ops import BINARY_OPS, FLOAT_MATH_OPS, is_removable_when_unused
 
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
-from .layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
+from .layouts import (
+    BlockedLayout,
+    DistributedLayout,
+    SliceLayout,
+    SwizzledSharedLayout,
+    default_blocked_layout,
+    reshaped,
+)
 
 # Ops whose block operands and results all share one layout.
 ELEMENTWISE_OPS = frozenset(BINARY_OPS) | frozenset(FLOAT_MATH_OPS) | {
@@ -121,6 +128,8 @@ def operand_layout_for(op: Operation, result_layout: DistributedLayout) -> Distr
         return SliceLayout(op.attrs["axis"], result_layout)
     if op.name == "permute":
         return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])))
+    if op.name == "reshape":
+        return _reshape_layout(result_layout, op.results[0], op.operands[0])
     return None
 
 
@@ -137,7 +146,18 @@ def result_layout_for(op: Operation, operand_layout: DistributedLayout) -> Distr
         return permute_layout(operand_layout, tuple(op.attrs["order"]))
     if op.name == "reduce":
         return SliceLayout(op.attrs["axis"], operand_layout)
+    if op.name == "reshape":
+        return _reshape_layout(operand_layout, op.operands[0], op.results[0])
     return None
+
+
+def _reshape_layout(layout: DistributedLayout, have: Value, want: Value) -> DistributedLayout | None:
+    """The layout of `want` (the other side of a reshape) in which each thread
+    holds the elements it holds of `have` in `layout`: the reshape then moves
+    no data (Triton's reshape does the same with linear layouts)."""
+    if not (_is_block(have) and _is_block(want)):
+        return None
+    return reshaped(layout.linear(tuple(have.type.shape)), tuple(want.type.shape))
 
 
 # -- coalescing ------------------------------------------------------------------
@@ -261,7 +281,7 @@ class _Assigner:
             if _is_block(op.results[0]):
                 self.join(op.results)
                 self.links.append(_Link(op, op.operands[0], op.results[0]))
-        elif name in ("broadcast", "expand_dims", "permute"):
+        elif name in ("broadcast", "expand_dims", "permute", "reshape"):
             self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif name == "dot":
             self.join([op.results[0], op.operands[2]])
@@ -393,8 +413,20 @@ class _Assigner:
                         op.operands[i] = inserter.convert_before(op, operand, own)
             for i, needed in enumerate(required_operand_layouts(op)):
                 operand = op.operands[i]
-                if needed is not None and _is_block(operand) and operand.type.layout != needed:
+                if needed is not None and _is_block(operand) and not _same_map(operand, needed):
                     op.operands[i] = inserter.convert(operand, needed)
+
+
+def _same_map(value: Value, layout: DistributedLayout) -> bool:
+    """Whether `value`'s layout puts every element where `layout` does (a
+    reshape's linear encoding of a blocked layout, say): no conversion needed."""
+    have = value.type.layout
+    if have == layout:
+        return True
+    if not isinstance(have, DistributedLayout):
+        return False
+    shape = tuple(value.type.shape)
+    return have.linear(shape) == layout.linear(shape)
 
 
 def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
@@ -408,8 +440,8 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
     if name in MEMORY_OPS or name == "reduce":
         first = op.operands[0]
         return [first.type.layout if _is_block(first) else None] * n
-    if name in ("broadcast", "expand_dims", "permute"):
-        return [operand_layout_for(op, op.results[0].type.layout)]
+    if name in ("broadcast", "expand_dims", "permute", "reshape"):
+        return [operand_layout_for(op, op.results[0].type.layout) if blocks else None]
     if name == "dot":
         return [None, None, op.results[0].type.layout]
     if name == "gather":
