@@ -8,8 +8,9 @@ one commutative op (sum, max, ...) skips the lane-dependent swap.
 
 Reduce: each thread combines its own registers along the axis (in index
 order), then the lanes along the axis by `shfl.xor` butterflies, then the
-warps along the axis through shared memory, every thread reading all partial
-results of its outputs. The results are in the operand layout's slice.
+warps along the axis through shared memory: lane j of every warp reads warp
+j's partial result and the lanes combine them by butterflies again (where
+the lanes of an output have the index bits for it). The results are in the operand layout's slice.
 
 Scan: each thread scans its runs of consecutive registers (chunks), the lanes
 along the axis scan the chunk totals (Hillis-Steele over `shfl.idx`), and the
@@ -158,29 +159,11 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
             _call(em, combine, names, [em.reg(v, reg) for v in inputs], names)
         accs[key] = names
     commutative = _commutative(op)
-    for bit in _axis_bits(linear.lanes, axis, "lane", op.loc):
-        if commutative:
-            # both lanes of a pair compute the same value whichever side each takes
-            for names in accs.values():
-                others = [em.fresh("tt_r") for _ in inputs]
-                for k, value in enumerate(inputs):
-                    em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
-                _call(em, combine, names, others, names)
-            continue
-        upper = em.fresh("tt_upper")
-        em.line(f"const bool {upper} = (tt_lane & {1 << bit}) != 0;")
-        for names in accs.values():
-            # the lane with the bit set holds the higher indices: it goes on the right
-            left, right = [em.fresh("tt_l") for _ in inputs], [em.fresh("tt_r") for _ in inputs]
-            for k, value in enumerate(inputs):
-                t = ctype(value.type)
-                em.line(f"{t} {right[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
-                em.line(f"{t} {left[k]} = {upper} ? {right[k]} : {names[k]};")
-                em.line(f"if ({upper}) {right[k]} = {names[k]};")
-            _call(em, combine, left, right, names)
+    lane_bits = _axis_bits(linear.lanes, axis, "lane", op.loc)
+    _butterfly(em, inputs, list(accs.values()), [1 << bit for bit in lane_bits], commutative, combine)
     warp_bits = _axis_bits(linear.warps, axis, "warp", op.loc)
     if warp_bits:
-        _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine)
+        _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine, commutative)
     results = op.results
     if not results[0].type.is_block():
         (names,) = accs.values()
@@ -209,11 +192,45 @@ def _commutative(op: Operation) -> bool:
             and set(ops[0].operands) == set(region.args) and ops[1].operands[0] is ops[0].results[0])
 
 
+def _butterfly(em: Emitter, inputs: list[Value], accs: list[list[str]], masks: list[int], commutative: bool,
+               combine: str) -> None:
+    """Combine each accumulator with the lanes whose index differs in the bits of
+    `masks`, by `shfl.xor`: afterwards every lane of such a group holds the group's
+    result. A non-commutative combine takes the lane with the mask bit set (the
+    higher indices) on the right, so both lanes of a pair compute the same value."""
+    for mask in masks:
+        if commutative:
+            for names in accs:
+                others = [em.fresh("tt_r") for _ in inputs]
+                for k, value in enumerate(inputs):
+                    em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {mask});")
+                _call(em, combine, names, others, names)
+            continue
+        upper = em.fresh("tt_upper")
+        em.line(f"const bool {upper} = (tt_lane & {mask}) != 0;")
+        for names in accs:
+            left, right = [em.fresh("tt_l") for _ in inputs], [em.fresh("tt_r") for _ in inputs]
+            for k, value in enumerate(inputs):
+                t = ctype(value.type)
+                em.line(f"{t} {right[k]} = tt_shfl_xor({names[k]}, {mask});")
+                em.line(f"{t} {left[k]} = {upper} ? {right[k]} : {names[k]};")
+                em.line(f"if ({upper}) {right[k]} = {names[k]};")
+            _call(em, combine, left, right, names)
+
+
 def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, groups: dict[Coord, list[int]],
-                         accs: dict[Coord, list[str]], warp_bits: list[int], combine: str) -> None:
+                         accs: dict[Coord, list[str]], warp_bits: list[int], combine: str,
+                         commutative: bool) -> None:
+    """Each warp's partial results meet in shared memory. Then, where the lanes
+    holding one output have enough index bits free (along the axis, or
+    replicated), lane j of that set reads warp j's partial and the lanes combine
+    them by butterflies, as Triton does: log2(warps) shuffles instead of a chain
+    of reads and combines. Otherwise every thread combines all the partials."""
     axis = op.attrs["axis"]
     shape = tuple(op.operands[0].type.shape)
     count = 1 << len(warp_bits)
+    free = sorted(_axis_bits(linear.lanes, axis, "lane", op.loc) + [
+        bit for bit, basis in enumerate(linear.lanes) if not any(basis)])
     em.barrier()
     em.open()
     buffers = _buffers(em, list(op.operands), _out_numel(op) * count)
@@ -224,11 +241,20 @@ def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, group
         for k, buf in enumerate(buffers):
             em.line(f"{buf}[({slots[key]}) * {count} + {position}] = {names[k]};")
     em.barrier()
-    for key, names in accs.items():
-        for k, buf in enumerate(buffers):
-            em.line(f"{names[k]} = {buf}[({slots[key]}) * {count}];")
-        for j in range(1, count):
-            _call(em, combine, names, [f"{buf}[({slots[key]}) * {count} + {j}]" for buf in buffers], names)
+    if len(free) >= len(warp_bits):
+        lanes = free[:len(warp_bits)]
+        source = em.fresh("tt_wsrc")
+        em.line(f"const int {source} = {_packed_bits('tt_lane', lanes)};")
+        for key, names in accs.items():
+            for k, buf in enumerate(buffers):
+                em.line(f"{names[k]} = {buf}[({slots[key]}) * {count} + {source}];")
+        _butterfly(em, list(op.operands), list(accs.values()), [1 << bit for bit in lanes], commutative, combine)
+    else:
+        for key, names in accs.items():
+            for k, buf in enumerate(buffers):
+                em.line(f"{names[k]} = {buf}[({slots[key]}) * {count}];")
+            for j in range(1, count):
+                _call(em, combine, names, [f"{buf}[({slots[key]}) * {count} + {j}]" for buf in buffers], names)
     em.close()
 
 
