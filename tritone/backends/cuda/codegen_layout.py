@@ -103,7 +103,8 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
     elem = ctype(writes[0][0].type)
     eb = _element_bytes(writes[0][0])
     names = [em.define(value) for value, _, _ in reads]
-    em.barrier()
+    # a barrier first only where earlier shared-memory users may still read these bytes
+    em.shared_access(em.scratch_base, em.scratch_base + nbytes, True)
     em.open()
     em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
     for value, strides, offset in writes:

@@ -231,7 +231,8 @@ def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, group
     count = 1 << len(warp_bits)
     free = sorted(_axis_bits(linear.lanes, axis, "lane", op.loc) + [
         bit for bit, basis in enumerate(linear.lanes) if not any(basis)])
-    em.barrier()
+    # a barrier first only where earlier shared-memory users may still read these bytes
+    em.shared_access(em.scratch_base, em.scratch_base + reduce_scratch_bytes(op), True)
     em.open()
     buffers = _buffers(em, list(op.operands), _out_numel(op) * count)
     position = em.fresh("tt_wpos")

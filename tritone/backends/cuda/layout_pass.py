@@ -187,6 +187,11 @@ def _vector_along(layout: DistributedLayout, shape: tuple[int, ...], dim: int) -
     return layout.linear(shape).contiguous_registers(dim)
 
 
+def _lanes_along(layout: DistributedLayout, shape: tuple[int, ...], dim: int) -> int:
+    """How many of a warp's lanes hold distinct elements along `dim`."""
+    return 1 << sum(1 for basis in layout.linear(shape).lanes if basis[dim])
+
+
 # -- classes of values that share a layout -----------------------------------------
 
 class _Classes:
@@ -381,8 +386,14 @@ class _Assigner:
             fastest = coalesced.order[0]
             shape = tuple(ptr.type.shape)
             vector = _vector_along(coalesced, shape, fastest)
-            if (isinstance(have, BlockedLayout) and vector * ptr.type.scalar.element_ty.itemsize >= 8
-                    and _vector_along(have, shape, fastest) > vector):
+            have_vector = _vector_along(have, shape, fastest) if isinstance(have, BlockedLayout) else vector
+            if vector * ptr.type.scalar.element_ty.itemsize >= 8 and have_vector > vector:
+                self.store_layouts[op] = coalesced
+            elif have_vector < vector and _lanes_along(coalesced, shape, fastest) > _lanes_along(have, shape, fastest):
+                # The value's layout (a transposing copy's load layout, say) would
+                # store fewer elements per instruction than the pointer allows, with
+                # a warp's lanes spread across rows: its store converts to the
+                # coalesced layout through shared memory first, as Triton's does.
                 self.store_layouts[op] = coalesced
         for v in self.values:
             if self.get(v) is None:
