@@ -121,7 +121,14 @@ def test_reshaped_layout_keeps_every_element_in_its_thread():
         assert flat == blocked.coords(reg, lane, warp)[0]
     assert parse_layout(str(layout)) == layout
     # a smaller block of the same rank wraps (replicates) along the shrunk dim
-    assert layout.linear((16, 1, 32)).num_registers == view.num_registers
+    narrow = layout.linear((16, 1, 32))
+    assert narrow.num_registers == view.num_registers
+    # and a broadcast of that back to the full block repeats it in registers
+    wide = LinearEncodingLayout(narrow.shape, narrow.registers, narrow.lanes, narrow.warps).linear((16, 2, 32))
+    assert wide.num_registers == 2 * narrow.num_registers
+    assert sorted(wide.coords(r, 3, 1) for r in range(wide.num_registers)) == sorted(
+        narrow.coords(r, 3, 1)[:1] + (half,) + narrow.coords(r, 3, 1)[2:]
+        for r in range(narrow.num_registers) for half in (0, 1))
 
 
 def test_reshaped_rejects_a_different_number_of_elements():

@@ -444,9 +444,9 @@ class DotOperandLayout(DistributedLayout):
 class LinearEncodingLayout(DistributedLayout):
     """A distributed layout given by its bases for a block of `shape`: the layout
     a reshape gives its result when every thread keeps the elements it held
-    (`reshaped`). For a smaller block of the same rank, coordinates past a dim
-    wrap to zero (those bits replicate), as for a blocked layout; a larger block
-    has no layout here."""
+    (`reshaped`). As for a blocked layout, a smaller block of the same rank
+    wraps coordinates past a dim to zero (those bits replicate), and a larger
+    one (a broadcast of it) repeats the block in more registers."""
 
     shape: tuple[int, ...]
     registers: tuple[Coord, ...]
@@ -475,12 +475,12 @@ class LinearEncodingLayout(DistributedLayout):
 
     def _build_linear(self, shape: tuple[int, ...]) -> LinearLayout:
         shape = _check_shape(shape, self.rank, self)
-        if any(s > own for s, own in zip(shape, self.shape)):
-            raise ValueError(f"{self} has no map for the larger block {list(shape)}")
         registers = _reduce_mod_shape(list(self.registers), shape)
         if shape != self.shape:
             # registers that now repeat a lower one are dropped, as a slice drops them
             registers = tuple(b for b in registers if any(b))
+        for d, (size, own) in enumerate(zip(shape, self.shape)):
+            registers += tuple(_unit(self.rank, d, own << i) for i in range(_log2(max(1, size // own))))
         return LinearLayout(shape, registers, _reduce_mod_shape(list(self.lanes), shape),
                             _reduce_mod_shape(list(self.warps), shape))
 
