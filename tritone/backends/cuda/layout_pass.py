@@ -162,10 +162,13 @@ def _reshape_layout(layout: DistributedLayout, have: Value, want: Value) -> Dist
 
 # -- coalescing ------------------------------------------------------------------
 
-def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = True) -> BlockedLayout:
+def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = True,
+                     at_least: int = 1) -> BlockedLayout:
     """A blocked layout for accessing the pointer block `ptr`: its most contiguous
     dim fastest, and (with `vector`) each thread owning one aligned vector of up
-    to 16 bytes along it, no more than the block gives every thread."""
+    to 16 bytes along it, no more than the block gives every thread; or, with
+    `at_least`, that many contiguous elements where the pointer is contiguous
+    that far (a run another access of the same shape moves as one vector)."""
     shape = tuple(ptr.type.shape)
     rank = len(shape)
     row_major = list(reversed(range(rank)))
@@ -177,8 +180,8 @@ def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = 
     per_thread = 1
     if vector:
         elem_bytes = ptr.type.scalar.element_ty.itemsize
-        per_thread = min(max_vector_elements(info, fastest, elem_bytes), max(1, numel // (32 * num_warps)),
-                         shape[fastest])
+        per_thread = min(max(max_vector_elements(info, fastest, elem_bytes), min(at_least, info.contiguity[fastest])),
+                         max(1, numel // (32 * num_warps)), shape[fastest])
     spt = tuple(per_thread if d == fastest else 1 for d in range(rank))
     return default_blocked_layout(shape, num_warps, order, spt)
 
@@ -352,7 +355,28 @@ class _Assigner:
 
     def anchor_layout(self, op: Operation) -> DistributedLayout:
         ptr = op.operands[0]
-        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=op.name in ("load", "store"))
+        vector = op.name in ("load", "store")
+        at_least = self.widest_access(ptr) if op.name == "load" else 1
+        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=vector, at_least=at_least)
+
+    def widest_access(self, ptr: Value) -> int:
+        """The most elements one vector access of any load or store on a pointer
+        block of `ptr`'s shape and dim order moves. A load whose own pointer is
+        less aligned (an unaligned input beside an aligned output, say) still
+        gives each thread that many contiguous elements, as Triton's coalescing
+        does, so the store of what it computes needs no narrower layout."""
+        key = (tuple(ptr.type.shape), self._access_order(ptr))
+        widest = 1
+        for op in self.memory_ops:
+            other = op.operands[0]
+            if op.name in ("load", "store") and _is_block(other) and (
+                    tuple(other.type.shape), self._access_order(other)) == key:
+                layout = coalesced_layout(other, self.infos.get(other), self.num_warps)
+                widest = max(widest, layout.size_per_thread[layout.order[0]])
+        return widest
+
+    def _access_order(self, ptr: Value) -> tuple[int, ...]:
+        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=False).order
 
     def choose(self) -> None:
         chained = dot.chained_dots(self.fn) if self.dots else set()
