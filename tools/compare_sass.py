@@ -76,7 +76,21 @@ def _inductor_kernels(path: str):
         meta = eval(re.search(r"triton_meta=(\{.*?\}),\n", source).group(1), {"DeviceProperties": _Properties})
         kind = re.search(r"@triton_heuristics\.(\w+)", source).group(1)
         hints = eval(re.search(r"size_hints=(\{.*?\})", source).group(1))
-        yield name, _HEADER + source[source.index("@triton.jit"):], meta, kind, hints
+        yield name, _HEADER + _without_heuristics(source[source.index("@triton.jit"):]), meta, kind, hints
+
+
+def _without_heuristics(text: str) -> str:
+    """`text` without its `@triton_heuristics.<kind>(...)` decorators (a kernel may
+    follow @jit helpers), which would build Inductor's autotuner."""
+    while (start := text.find("@triton_heuristics.")) >= 0:
+        depth, i = 0, text.index("(", start)
+        while True:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+            if depth == 0:
+                break
+        text = text[:start] + text[i:].lstrip("\n")
+    return text
 
 
 def _constexprs(signature: dict, kind: str, hints: dict) -> tuple[dict, int]:
