@@ -163,6 +163,18 @@ def test_sort_reshapes_move_no_data(fn, constexprs, num_warps):
     assert body.count("__syncthreads()") <= 2 * sums
 
 
+@pytest.mark.parametrize("fn, constexprs", [(bitonic_sort_kernel, {"LOG_N": 8}),
+                                             (sort_with_index_kernel, {"LOG_N": 8}), (tl_sort_kernel, {"N": 256})])
+def test_sort_layouts_pass_the_debug_verifier(fn, constexprs):
+    # a blocked layout and a reshape's linear encoding with the same map count as one
+    signature = {"X": "*i32", "Y": "*i32", **{name: "constexpr" for name in constexprs}}
+    if fn is sort_with_index_kernel:
+        signature.update(X="*fp32", Y="*fp32", Positions="*i32")
+    module = make_ir(ASTSource(fn, signature, constexprs), GPUTarget("cuda", 90, 32), {"num_warps": 4})
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 4, "debug": True})
+    assert "__global__" in source
+
+
 def test_sort_with_index_source_stays_proportional():
     # 55 compare-and-swap steps of 1024 elements over 8 warps: 2 x 4 per-register
     # sums, compares and selects each (about 500 KB of kernel before reshapes kept

@@ -458,7 +458,7 @@ def _same_map(value: Value, layout: DistributedLayout) -> bool:
     have = value.type.layout
     if have == layout:
         return True
-    if not isinstance(have, DistributedLayout):
+    if not isinstance(have, DistributedLayout) or not isinstance(layout, DistributedLayout):
         return False
     shape = tuple(value.type.shape)
     return have.linear(shape) == layout.linear(shape)
@@ -685,8 +685,12 @@ def verify_layouts(fn: Function) -> None:
     agree; shape ops, reductions and dots follow their layout rules."""
 
     def same(op: Operation, values: list[Value]) -> None:
-        layouts = {v.type.layout for v in _blocks(values)}
-        assert len(layouts) <= 1, f"{op.name} at {op.loc} mixes layouts {layouts}"
+        # layouts written differently that place every element alike (a blocked
+        # layout and a reshape's linear encoding of it) agree
+        blocks = _blocks(values)
+        layouts = {v.type.layout for v in blocks}
+        assert len(layouts) <= 1 or all(_same_map(v, blocks[0].type.layout) for v in blocks), (
+            f"{op.name} at {op.loc} mixes layouts {layouts}")
 
     for op in _walk_with_regions(fn.body):
         for v in _blocks(op.results) + [a for r in op.regions for a in _blocks(r.args)]:
@@ -698,7 +702,7 @@ def verify_layouts(fn: Function) -> None:
         if op.name in ELEMENTWISE_OPS or op.name in MEMORY_OPS or op.name == "scan":
             same(op, op.operands + op.results)
         elif op.name in ("broadcast", "expand_dims"):
-            assert operand_layout_for(op, op.results[0].type.layout) == op.operands[0].type.layout, (
+            assert _same_map(op.operands[0], operand_layout_for(op, op.results[0].type.layout)), (
                 f"{op.name} at {op.loc}: operand {op.operands[0].type} for result {op.results[0].type}")
         elif op.name == "reduce" and _is_block(op.results[0]):
             expected = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
