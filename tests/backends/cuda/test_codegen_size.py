@@ -181,6 +181,9 @@ def test_sort_with_index_source_stays_proportional():
     # their registers and `#line` its file name, 330 KB after).
     _, _, body = _reshapes_and_conversions(sort_with_index_kernel, {"LOG_N": 10}, 8)
     assert len(body) < 360_000, f"{len(body)} bytes of kernel"
+    source, _ = _generate(sort_with_index_kernel, {"LOG_N": 10}, 8)
+    # the 220 sums share one combine function per element type
+    assert source.count("void tt_combine") <= 3
 
 
 def test_tl_sort_source_stays_small():

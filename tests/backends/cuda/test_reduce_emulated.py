@@ -84,3 +84,32 @@ def test_whole_block_reduction_over_many_warps(n, num_warps):
     np.testing.assert_allclose(out[0], wide.astype(np.float64).sum(), rtol=1e-5, atol=1e-3)
     assert out[1] == wide.max()
     assert out[2] == float(np.argmin(wide))
+
+
+@triton.jit
+def _larger(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def scans_kernel(X, Sums, Maxes, Sums2, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    # two sums (one combine function between them) and a max (its own)
+    tl.store(Sums + tl.arange(0, N), tl.cumsum(x, axis=0))
+    tl.store(Maxes + tl.arange(0, N), tl.associative_scan(x, 0, _larger))
+    tl.store(Sums2 + tl.arange(0, N), tl.cumsum(x * 2, axis=0))
+
+
+def test_scans_sharing_and_not_sharing_combine_functions():
+    n, num_warps = 512, 4
+    sig = {"X": "*i32", "Sums": "*i32", "Maxes": "*i32", "Sums2": "*i32", "N": "constexpr"}
+    module = make_ir(ASTSource(scans_kernel, sig, {"N": n}), GPUTarget("cuda", 90, 32), {"num_warps": num_warps})
+    source, _, metadata = generate_cuda(module, 90, {"num_warps": num_warps})
+    assert source.count("void tt_combine") == 2
+    rng = np.random.default_rng(5)
+    x = rng.integers(-50, 50, size=n, dtype=np.int32)
+    sums, maxes, sums2 = (np.full(n, 777, dtype=np.int32) for _ in range(3))
+    cuda_emulator.Emulator(source, num_warps, metadata["shared"]).launch((1,), x, sums, maxes, sums2)
+    np.testing.assert_array_equal(sums, np.cumsum(x))
+    np.testing.assert_array_equal(maxes, np.maximum.accumulate(x))
+    np.testing.assert_array_equal(sums2, np.cumsum(2 * x))

@@ -28,9 +28,38 @@ from .layouts import Coord, LinearLayout
 
 
 def combine_function(em: Emitter, op: Operation) -> str:
-    """Emit the op's combine region as a device function; its name."""
+    """Emit the op's combine region as a device function; its name. Regions
+    that compute the same thing share one function (a bitonic sort's hundreds
+    of sums would otherwise each get their own)."""
     region: Region = op.regions[0]
     types = [ctype(v.type) for v in op.operands]
+    key = _region_key(region, types)
+    known = em.memo.setdefault("combine functions", {})
+    if key is not None and key in known:
+        return known[key]
+    name = _emit_combine(em, region, types)
+    if key is not None:
+        known[key] = name
+    return name
+
+
+def _region_key(region: Region, types: list[str]) -> tuple | None:
+    """What a combine region computes, independent of its values' names: each op's
+    name, attributes, operands (by position) and result types. None when the
+    region holds nested regions or uses a value from outside."""
+    ids = {arg: f"arg{i}" for i, arg in enumerate(region.args)}
+    parts: list = [tuple(types)]
+    for index, inner in enumerate(region.ops):
+        if inner.regions or any(v not in ids for v in inner.operands):
+            return None
+        parts.append((inner.name, repr(sorted(inner.attrs.items(), key=lambda item: item[0])),
+                      tuple(ids[v] for v in inner.operands), tuple(str(r.type) for r in inner.results)))
+        for k, result in enumerate(inner.results):
+            ids[result] = f"op{index}.{k}"
+    return tuple(parts)
+
+
+def _emit_combine(em: Emitter, region: Region, types: list[str]) -> str:
     n = len(types)
     name = em.fresh("tt_combine")
     params = [f"{t} a{i}" for i, t in enumerate(types)] + [f"{t} b{i}" for i, t in enumerate(types)]
