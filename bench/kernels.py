@@ -227,6 +227,64 @@ def attention_fwd_kernel(Q, K, V, Out, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, 
                                              (start_m + 1) * BLOCK_M, qk_scale, HEAD_DIM, BLOCK_N, True)
     out = acc / l_i[:, None]
     tl.store(Out + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty))
+
+@triton.jit
+def gelu_mul_bf16_kernel(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+    # Inductor's pointwise style: loads upcast to fp32, math in fp32, the store
+    # rounds back to the output's bf16.
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + xindex, xmask).to(tl.float32)
+    tmp1 = tl.load(in_ptr1 + xindex, xmask, eviction_policy="evict_last").to(tl.float32)
+    tmp2 = tmp0 * 0.5
+    tmp3 = tl.erf(tmp0 * 0.7071067811865476) + 1.0
+    tmp4 = tmp2 * tmp3 * tmp1
+    tl.store(out_ptr0 + xindex, tmp4.to(out_ptr0.dtype.element_ty), xmask)
+
+
+@triton.jit
+def softmax_bf16_kernel(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr):
+    # Inductor's persistent-reduction softmax: [XBLOCK, R0_BLOCK] rows in one block.
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+    xmask = xindex < xnumel
+    r0_index = tl.arange(0, R0_BLOCK)[None, :]
+    r0_mask = r0_index < r0_numel
+    mask = xmask & r0_mask
+    tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * xindex), mask, eviction_policy="evict_first",
+                   other=0.0).to(tl.float32)
+    tmp1 = tl.where(mask, tmp0, float("-inf"))
+    tmp2 = tl.max(tmp1, 1)[:, None]
+    tmp3 = tl.exp(tmp0 - tmp2)
+    tmp4 = tl.sum(tl.where(mask, tmp3, 0.0), 1)[:, None]
+    tl.store(out_ptr0 + (r0_index + r0_numel * xindex), (tmp3 / tmp4).to(out_ptr0.dtype.element_ty), mask)
+
+
+@triton.jit
+def cross_entropy_kernel(logits_ptr, row_stride, labels_ptr, loss_ptr, n_cols, BLOCK: tl.constexpr):
+    # One row of a large vocabulary per program, block by block: an online
+    # softmax (running max and sum), then the gradient softmax - onehot written
+    # over the logits in place; the row's loss is logsumexp - logit[label].
+    row = tl.program_id(0).to(tl.int64)
+    logits_ptr += row * row_stride
+    label = tl.load(labels_ptr + row)
+    label_logit = tl.load(logits_ptr + label).to(tl.float32)
+    running_max = float("-inf")
+    running_sum = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(logits_ptr + cols, mask=cols < n_cols, other=float("-inf")).to(tl.float32)
+        new_max = tl.maximum(running_max, tl.max(x, axis=0))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+        running_max = new_max
+    log_sum = running_max + tl.log(running_sum)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(logits_ptr + cols, mask=cols < n_cols, other=float("-inf")).to(tl.float32)
+        grad = tl.exp(x - log_sum)
+        grad = tl.where(cols == label, grad - 1.0, grad)
+        tl.store(logits_ptr + cols, grad.to(logits_ptr.dtype.element_ty), mask=cols < n_cols)
+    tl.store(loss_ptr + row, log_sum - label_logit)
 '''
 
 
@@ -245,6 +303,9 @@ class Kernels:
     layer_norm_bwd_dwdb: Any
     matmul: Any
     attention_fwd: Any
+    gelu_mul_bf16: Any
+    softmax_bf16: Any
+    cross_entropy: Any
 
     def autotune(self, kernel: Any, configs: Sequence[tuple[dict[str, Any], int, int]], key: Sequence[str],
                  do_bench: Callable[..., Any] | None = None) -> Any:
@@ -287,4 +348,7 @@ def bind(triton_module: ModuleType, tl_module: ModuleType) -> Kernels:
         layer_norm_bwd_dwdb=namespace["layer_norm_bwd_dwdb_kernel"],
         matmul=namespace["matmul_kernel"],
         attention_fwd=namespace["attention_fwd_kernel"],
+        gelu_mul_bf16=namespace["gelu_mul_bf16_kernel"],
+        softmax_bf16=namespace["softmax_bf16_kernel"],
+        cross_entropy=namespace["cross_entropy_kernel"],
     )

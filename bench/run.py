@@ -44,7 +44,8 @@ from bench.kernels import Kernels, bind  # noqa: E402
 
 IMPLS = ("torch", "triton", "tritone")
 KERNEL_IMPLS = ("triton", "tritone")
-BENCHMARKS = ("copy", "add", "softmax", "layernorm", "matmul", "attention", "launch", "first-call")
+BENCHMARKS = ("copy", "add", "softmax", "layernorm", "matmul", "attention", "bf16", "cross-entropy", "launch",
+              "first-call")
 ARCH_COMPARED = ("matmul", "attention")
 TABLE_WIDTH = 100
 # How a figure is made from (work, median ms): bytes / ms * 1e-6 = GB/s, flops / ms * 1e-9 = TFLOP/s.
@@ -63,18 +64,22 @@ class Sizes:
     layernorm: tuple[int, int]
     matmul: tuple[int, int, int]
     attention: tuple[int, int, int]  # batch, heads, tokens; head dims are ATTENTION_HEAD_DIMS
+    bf16: tuple[int, int, int]  # pointwise elements; softmax rows, columns
+    cross_entropy: tuple[int, int, int]  # rows, vocabulary, block
     launch: tuple[int, int]  # calls per host-timed batch, batches (see Timer.launch_overhead_us)
     first_call: tuple[int, int]  # softmax rows, columns
 
 
 FULL_SIZES = Sizes(
     copy=2**28, add=2**28, softmax=(32768, 4096), layernorm=(8192, 8192), matmul=(8192, 8192, 8192),
-    attention=(4, 32, 4096), launch=(200, 25), first_call=(4096, 1024),
+    attention=(4, 32, 4096), bf16=(2**28, 32768, 4096), cross_entropy=(4096, 128256, 32768), launch=(200, 25),
+    first_call=(4096, 1024),
 )
 # Tiny, with edges that are not multiples of the blocks, so masks are exercised.
 CHECK_SIZES = Sizes(
     copy=4096, add=4099, softmax=(37, 100), layernorm=(48, 96), matmul=(80, 72, 96),
-    attention=(1, 2, 128), launch=(5, 3), first_call=(16, 100),
+    attention=(1, 2, 128), bf16=(4099, 37, 100), cross_entropy=(3, 1000, 256), launch=(5, 3),
+    first_call=(16, 100),
 )
 ATTENTION_HEAD_DIMS = (64, 128)
 
@@ -444,6 +449,110 @@ def bench_softmax(ctx: Context) -> None:
             return (out,)
 
         return [Variant(impl, run, [out])]
+
+    ctx.run_case(case, variants)
+
+
+def bench_bf16(ctx: Context) -> None:
+    """Inductor-style bf16 kernels: loads upcast to fp32, math in fp32, stores rounded
+    to bf16. A pointwise gelu(x) * y (3 x 2 bytes per element) and a persistent row
+    softmax (2 x 2 bytes per element)."""
+    import torch
+
+    from bench.timing import input_sets_needed
+
+    n, rows, cols = ctx.sizes.bf16
+    n_sets = input_sets_needed(3 * n * 2)
+    xs = [random_tensor(torch, (n,), torch.bfloat16, ctx.device) for _ in range(n_sets)]
+    ys = [random_tensor(torch, (n,), torch.bfloat16, ctx.device) for _ in range(n_sets)]
+    outs = [torch.empty_like(x) for x in xs]
+    reference = torch.nn.functional.gelu(xs[0].double()) * ys[0].double()
+    case = Case("bf16 pointwise", f"{power_text(n)} gelu*y", "GB/s", 3 * n * 2, [reference], 1e-2, n_sets)
+    xblock = 1024
+
+    def pointwise(impl: str) -> list[Variant]:
+        if impl == "torch":
+            return [Variant(impl, lambda i: (torch.mul(torch.nn.functional.gelu(xs[i]), ys[i], out=outs[i]),),
+                            [outs[0]])]
+        kernel = ctx.kernels(impl).gelu_mul_bf16
+
+        def run(i: int) -> tuple[Any, ...]:
+            kernel[(cdiv(n, xblock),)](xs[i], ys[i], outs[i], n, XBLOCK=xblock, num_warps=4)
+            return (outs[i],)
+
+        return [Variant(impl, run, [outs[0]])]
+
+    ctx.run_case(case, pointwise)
+
+    x = random_tensor(torch, (rows, cols), torch.bfloat16, ctx.device, scale=3.0)
+    out = torch.empty_like(x)
+    reference = torch.softmax(x.double(), dim=-1)
+    case = Case("bf16 softmax", f"{rows}x{cols}", "GB/s", 2 * rows * cols * 2, [reference], 1e-2)
+    r0_block = next_power_of_2(cols)
+    xblock = 1 if r0_block >= 1024 else 2
+
+    def softmax(impl: str) -> list[Variant]:
+        if impl == "torch":
+            return [Variant(impl, lambda i: (torch.softmax(x, dim=-1),))]
+        kernel = ctx.kernels(impl).softmax_bf16
+
+        def run(i: int) -> tuple[Any, ...]:
+            kernel[(cdiv(rows, xblock),)](x, out, rows, cols, XBLOCK=xblock, R0_BLOCK=r0_block,
+                                         num_warps=softmax_num_warps(r0_block))
+            return (out,)
+
+        return [Variant(impl, run, [out])]
+
+    ctx.run_case(case, softmax)
+
+
+def bench_cross_entropy(ctx: Context) -> None:
+    """Row-wise cross-entropy over a large bf16 vocabulary, block by block in a run-time
+    loop (online softmax), the gradient written over the logits in place (Liger-Kernel's
+    style): the logits are read twice and written once. The first call of each
+    implementation starts from the original logits and is checked (loss and
+    gradient); the timed calls then run on the gradient left in place, the same work."""
+    import torch
+
+    rows, vocab, block = ctx.sizes.cross_entropy
+    logits = random_tensor(torch, (rows, vocab), torch.bfloat16, ctx.device, scale=2.0)
+    labels = torch.randint(0, vocab, (rows,), device=ctx.device, dtype=torch.int64)
+    wide = logits.double()
+    log_sum = torch.logsumexp(wide, dim=-1)
+    loss_reference = log_sum - wide.gather(1, labels[:, None])[:, 0]
+    grad_reference = torch.softmax(wide, dim=-1)
+    grad_reference[torch.arange(rows, device=ctx.device), labels] -= 1.0
+    case = Case("cross-entropy", f"{rows}x{vocab} bf16", "GB/s", 3 * rows * vocab * 2,
+                [loss_reference, grad_reference], 1e-2)
+    work = torch.empty_like(logits)
+    loss = torch.empty(rows, device=ctx.device, dtype=torch.float32)
+    num_warps = 32 if block >= 32768 else 4
+
+    def variants(impl: str) -> list[Variant]:
+        fresh = [True]
+        if impl == "torch":
+            def run_torch(i: int) -> tuple[Any, ...]:
+                if fresh[0]:
+                    work.copy_(logits)
+                    fresh[0] = False
+                wide_rows = work.float()
+                loss.copy_(torch.nn.functional.cross_entropy(wide_rows, labels, reduction="none"))
+                grad = torch.softmax(wide_rows, dim=-1)
+                grad[torch.arange(rows, device=work.device), labels] -= 1.0
+                work.copy_(grad)
+                return (loss, work)
+
+            return [Variant(impl, run_torch, [loss])]
+        kernel = ctx.kernels(impl).cross_entropy
+
+        def run(i: int) -> tuple[Any, ...]:
+            if fresh[0]:
+                work.copy_(logits)
+                fresh[0] = False
+            kernel[(rows,)](work, work.stride(0), labels, loss, vocab, BLOCK=block, num_warps=num_warps)
+            return (loss, work)
+
+        return [Variant(impl, run, [loss])]
 
     ctx.run_case(case, variants)
 
@@ -832,6 +941,8 @@ BENCHMARK_FUNCTIONS: dict[str, Callable[[Context], None]] = {
     "layernorm": bench_layernorm,
     "matmul": bench_matmul,
     "attention": bench_attention,
+    "bf16": bench_bf16,
+    "cross-entropy": bench_cross_entropy,
     "launch": bench_launch,
     "first-call": bench_first_call,
 }

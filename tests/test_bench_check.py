@@ -15,7 +15,8 @@ import pytest
 from bench.run import Row, arch_settings, format_table, speedups, write_png
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention"}
+KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention", "bf16 pointwise",
+                  "bf16 softmax", "cross-entropy"}
 
 
 def test_check_runs_every_benchmark(tmp_path: Path) -> None:

@@ -442,6 +442,83 @@ class DotOperandLayout(DistributedLayout):
 
 
 @dataclass(frozen=True)
+class LinearEncodingLayout(DistributedLayout):
+    """A distributed layout given by its bases for a block of `shape`: the layout
+    a reshape gives its result when every thread keeps the elements it held
+    (`reshaped`). As for a blocked layout, a smaller block of the same rank
+    wraps coordinates past a dim to zero (those bits replicate), and a larger
+    one (a broadcast of it) repeats the block in more registers."""
+
+    shape: tuple[int, ...]
+    registers: tuple[Coord, ...]
+    lanes: tuple[Coord, ...]
+    warps: tuple[Coord, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        for name in ("registers", "lanes", "warps"):
+            object.__setattr__(self, name, tuple(tuple(int(c) for c in b) for b in getattr(self, name)))
+        _check_shape(self.shape, len(self.shape), self)
+        for basis in self.registers + self.lanes + self.warps:
+            if len(basis) != len(self.shape) or any(c < 0 or c >= s or c & (c - 1) for c, s in zip(basis, self.shape)):
+                raise ValueError(f"LinearEncodingLayout basis {list(basis)} is not a power-of-two "
+                                 f"coordinate inside shape {list(self.shape)}")
+        if len(self.lanes) != _log2(WARP_SIZE):
+            raise ValueError(f"LinearEncodingLayout needs {_log2(WARP_SIZE)} lane bases, got {len(self.lanes)}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_warps(self) -> int:
+        return 1 << len(self.warps)
+
+    def _build_linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        shape = _check_shape(shape, self.rank, self)
+        registers = _reduce_mod_shape(list(self.registers), shape)
+        if shape != self.shape:
+            # registers that now repeat a lower one are dropped, as a slice drops them
+            registers = tuple(b for b in registers if any(b))
+        for d, (size, own) in enumerate(zip(shape, self.shape)):
+            registers += tuple(_unit(self.rank, d, own << i) for i in range(_log2(max(1, size // own))))
+        return LinearLayout(shape, registers, _reduce_mod_shape(list(self.lanes), shape),
+                            _reduce_mod_shape(list(self.warps), shape))
+
+    def __str__(self) -> str:
+        def bases(bs: tuple[Coord, ...]) -> str:
+            return "[" + ", ".join(str(list(b)) for b in bs) + "]"
+
+        return (f"LinearEncodingLayout(shape={list(self.shape)}, registers={bases(self.registers)}, "
+                f"lanes={bases(self.lanes)}, warps={bases(self.warps)})")
+
+    __repr__ = __str__
+
+
+def reshaped(linear: LinearLayout, shape: tuple[int, ...]) -> LinearEncodingLayout | None:
+    """The layout of `linear`'s block reshaped (row-major order kept) to `shape`
+    in which every thread holds, in the same registers, the elements it held:
+    each basis moves to the coordinates of the same row-major index. None when
+    a basis is not a power of two in the new shape (only from non-power-of-two
+    shapes) or the shapes hold different numbers of elements."""
+    shape = tuple(shape)
+    if math.prod(shape) != linear.numel or not all(_is_pow2(s) for s in shape):
+        return None
+    src_strides = [math.prod(linear.shape[d + 1:]) for d in range(linear.rank)]
+    dst_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+    def move(basis: Coord) -> Coord:
+        index = sum(c * s for c, s in zip(basis, src_strides))
+        return tuple((index // s) % n for s, n in zip(dst_strides, shape))
+
+    try:
+        return LinearEncodingLayout(shape, tuple(move(b) for b in linear.registers),
+                                    tuple(move(b) for b in linear.lanes), tuple(move(b) for b in linear.warps))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
 class SwizzledSharedLayout:
     """A shared-memory staging layout: row-major along `order` (fastest first),
     with `vec`-element chunks of the contiguous dim XOR-swizzled by the row:
@@ -517,10 +594,22 @@ class NvmmaSharedLayout(SwizzledSharedLayout):
     __repr__ = __str__
 
 
-Layout = Union[BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout, SwizzledSharedLayout, NvmmaSharedLayout]
+Layout = Union[BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout, LinearEncodingLayout,
+               SwizzledSharedLayout, NvmmaSharedLayout]
 
 _CONSTRUCTORS = {cls.__name__: cls for cls in (BlockedLayout, SliceLayout, NvidiaMmaLayout, DotOperandLayout,
-                                               SwizzledSharedLayout, NvmmaSharedLayout)}
+                                               LinearEncodingLayout, SwizzledSharedLayout, NvmmaSharedLayout)}
+
+
+def same_placement(a: object, b: object, shape: tuple[int, ...]) -> bool:
+    """Whether layouts `a` and `b` put every element of a `shape` block in the same
+    register, lane and warp (equal layouts, or a reshape's linear encoding of a
+    blocked layout, say): a value in one is a value in the other, no conversion."""
+    if a == b:
+        return True
+    if not isinstance(a, DistributedLayout) or not isinstance(b, DistributedLayout):
+        return False
+    return a.linear(tuple(shape)) == b.linear(tuple(shape))
 
 
 def parse_layout(text: str) -> Layout:

@@ -31,10 +31,11 @@ ACCESS_LAYOUT = "access"  # memory ops: every operand in the pointer's layout, w
 BROADCAST_LAYOUT = "broadcast"  # the operand in the result's layout
 EXPAND_DIMS_LAYOUT = "expand_dims"  # the operand in SliceLayout(axis, result's layout)
 PERMUTE_LAYOUT = "permute"  # the result in the operand's layout with its dims in `order`
+RESHAPE_LAYOUT = "reshape"  # each thread keeps the elements it holds (a linear layout of the new shape)
 REDUCE_LAYOUT = "reduce"  # the operands in one layout, the results in SliceLayout(axis, it)
 SHARED_LAYOUT = "shared"  # the result is a shared-memory tile (a SwizzledSharedLayout)
 # Rules that derive an operand's layout from the result's (and back).
-DERIVED_LAYOUTS = (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT, PERMUTE_LAYOUT)
+DERIVED_LAYOUTS = (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT, PERMUTE_LAYOUT, RESHAPE_LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("broadcast", 1, 1, 1, layout=BROADCAST_LAYOUT, cheap=True, rearranges=True),
         OpSpec("expand_dims", 1, 1, 1, {"axis": _attr(_INT)}, layout=EXPAND_DIMS_LAYOUT, cheap=True,
                rearranges=True),
-        OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}, rearranges=True),
+        OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}, rearranges=True, layout=RESHAPE_LAYOUT),
         OpSpec("permute", 1, 1, 1, {"order": _attr(_TUPLE)}, layout=PERMUTE_LAYOUT, rearranges=True),
         OpSpec("join", 2, 2, 1),
         OpSpec("split", 1, 1, 2),

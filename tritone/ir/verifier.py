@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
 from .inline_asm import check_constraints
+from .layouts import same_placement
 from .ops import (
     BINARY_OPS,
     FLOAT_MATH_OPS,
@@ -95,8 +96,17 @@ def _fmt(types: list[dtype]) -> str:
     return "(" + ", ".join(type_text(t) for t in types) + ")"
 
 
+def _same_type(a: dtype, b: dtype) -> bool:
+    """Equal types, or blocks of one shape and element type whose layouts place every
+    element alike (a reshape's linear encoding of a blocked layout, say)."""
+    if a == b:
+        return True
+    return (a.is_block() and b.is_block() and _plain(a) == _plain(b)
+            and same_placement(_layout(a), _layout(b), tuple(a.shape)))
+
+
 def _expect_type(what: str, actual: dtype, expected: dtype) -> None:
-    if actual != expected:
+    if not _same_type(actual, expected):
         _fail(f"{what} has type {_t(actual)}, expected {_t(expected)}")
 
 
@@ -107,19 +117,20 @@ def _expect_shaped(what: str, actual: dtype, expected: dtype) -> None:
 
 
 def _expect_layout(what: str, actual: dtype, expected: Any) -> None:
-    if _layout(actual) != expected:
+    if _layout(actual) != expected and not (actual.is_block() and same_placement(_layout(actual), expected,
+                                                                                    tuple(actual.shape))):
         _fail(f"{what} has type {_t(actual)}, expected the layout {expected}")
 
 
 def _expect_one_layout(what: str, types: list[dtype]) -> None:
-    """The blocks among `types` share one layout."""
-    layouts = {_layout(t) for t in types if t.is_block()}
-    if len(layouts) > 1:
+    """The blocks among `types` share one layout (or layouts placing every element alike)."""
+    blocks = [t for t in types if t.is_block()]
+    if any(not same_placement(_layout(t), _layout(blocks[0]), tuple(t.shape)) for t in blocks[1:]):
         _fail(f"{what} {_fmt(types)} must share one layout")
 
 
 def _expect_types(what: str, actual: list[dtype], expected: list[dtype]) -> None:
-    if actual != expected:
+    if len(actual) != len(expected) or not all(_same_type(a, e) for a, e in zip(actual, expected)):
         _fail(f"{what} {_fmt(actual)} do not match {_fmt(expected)}")
 
 
@@ -131,7 +142,7 @@ def _is_number(ty: dtype) -> bool:
 
 def _check_binary(op: Operation) -> None:
     a, b = _types(op.operands)
-    if a != b:
+    if not _same_type(a, b):
         _fail(f"operands have different types {_t(a)} and {_t(b)}")
     _expect_type("the result", op.results[0].type, a)
     scalar = a.scalar
@@ -157,7 +168,7 @@ def _check_unary_math(op: Operation) -> None:
 
 def _check_fma(op: Operation) -> None:
     a, b, c = _types(op.operands)
-    if not a == b == c:
+    if not (_same_type(a, b) and _same_type(b, c)):
         _fail(f"operands have different types {_t(a)}, {_t(b)}, {_t(c)}")
     if not a.scalar.is_floating():
         _fail(f"operands must be floats, got {_t(a)}")
@@ -166,14 +177,14 @@ def _check_fma(op: Operation) -> None:
 
 def _check_cmp(op: Operation) -> None:
     a, b = _types(op.operands)
-    if a != b:
+    if not _same_type(a, b):
         _fail(f"operands have different types {_t(a)} and {_t(b)}")
     _expect_type("the result", op.results[0].type, a.with_element_ty(int1))
 
 
 def _check_select(op: Operation) -> None:
     cond, a, b = _types(op.operands)
-    if a != b:
+    if not _same_type(a, b):
         _fail(f"the two choices have different types {_t(a)} and {_t(b)}")
     _expect_type("the condition", cond, a.with_element_ty(int1))
     _expect_type("the result", op.results[0].type, a)

@@ -57,7 +57,18 @@ ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 TRITONE_DIR = Path(tritone.__file__).resolve().parent
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_LINE = re.compile(r'^\s*#line (\d+) "((?:[^"\\]|\\.)*)"', re.MULTILINE)
+# `#line N "file"`, or `#line N` keeping the file of the directive before it
+_LINE = re.compile(r'^\s*#line (\d+)(?: "((?:[^"\\]|\\.)*)")?\s*$', re.MULTILINE)
+
+
+def _line_directives(source: str) -> list[tuple[str, str]]:
+    """(line, file) of every `#line` directive of `source`, the file carried over
+    to the directives that leave it out."""
+    directives, file = [], ""
+    for line, named in _LINE.findall(source):
+        file = named or file
+        directives.append((line, file))
+    return directives
 
 
 # -- the specialisations a real launch compiles ------------------------------------------------
@@ -334,7 +345,7 @@ def test_line_directives_point_at_the_kernel_source(outcomes):
             continue  # reported by test_kernel_list_compiles_to_cubins
         source_file = Path(outcome.spec.src.fn.fn.__code__.co_filename).resolve()
         directives = [(int(line), Path(file.replace('\\"', '"').replace("\\\\", "\\")).resolve())
-                      for line, file in _LINE.findall(outcome.kernel.asm["cuda"])]
+                      for line, file in _line_directives(outcome.kernel.asm["cuda"])]
         own = [span for span in spans[source_file] if span[0] == outcome.spec.src.name]
         if not any(file == source_file and own and own[0][1] <= line <= own[0][2] for line, file in directives):
             failures.append(f"{outcome.spec.label}: no #line inside the kernel's own lines in {source_file}")

@@ -196,10 +196,16 @@ class Emitter:
         if loc is None or loc.line <= 0 or loc.file in ("", "<unknown>"):
             return
         key = (loc.file, loc.line)
-        if key != self._line:
+        if key == self._line:
+            return
+        if self._line is not None and self._line[0] == loc.file:
+            # the file name carries over: a long path on every line would make
+            # most of a big kernel's source
+            self.lines.append(f"#line {loc.line}")
+        else:
             path = loc.file.replace("\\", "\\\\").replace('"', '\\"')
             self.lines.append(f'#line {loc.line} "{path}"')
-            self._line = key
+        self._line = key
 
     # -- values ----------------------------------------------------------------
     def name(self, value: Value) -> str:

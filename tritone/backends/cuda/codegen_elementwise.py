@@ -197,8 +197,52 @@ def emit_cmp(em: Emitter, op: Operation) -> None:
     operator = _CMP_OPERATORS[op.attrs["pred"]]
     if ty.is_ptr():
         elementwise(em, op, lambda xs: f"((unsigned long long){xs[0]} {operator} (unsigned long long){xs[1]})")
-    else:
+        return
+    narrow_side = _widened_32_bit_side(op) if operator in ("==", "!=") else None
+    if narrow_side is None:
         elementwise(em, op, lambda xs: f"({widen(xs[0], ty)} {operator} {widen(xs[1], ty)})")
+        return
+    # `ext(a) == b` with a 32-bit `a`: b must fit 32 bits and equal a there. The
+    # compare stays 32-bit per element (b is often one scalar, its check done
+    # once), where a 64-bit compare of every widened element costs two
+    # instructions and lets the compiler keep 64-bit differences live across loops.
+    narrow = op.operands[narrow_side].defining_op.operands[0]
+    word = ctype(narrow.type.scalar)
+    wide = ctype(ty)
+
+    def equal(xs: list[str]) -> str:
+        a, b = xs[narrow_side], xs[1 - narrow_side]
+        return f"(({wide})({word}){b} == {b} && {a} == ({word}){b})"
+
+    extended = [v if i != narrow_side else narrow for i, v in enumerate(op.operands)]
+    result = op.results[0]
+    if result.type.is_block():
+        name = em.define_block(result)
+        mask = em.distinct_register_bits(result)
+        index = "i" if mask == em.nregs(result) - 1 else f"i & {mask}"
+        test = equal([em.reg(v, index) for v in extended])
+        em.for_registers(em.nregs(result), f"{name}[i] = {test if operator == '==' else f'!{test}'};")
+    else:
+        test = equal([em.name(v) for v in extended])
+        em.define_scalar(result, test if operator == "==" else f"!{test}")
+
+
+def _widened_32_bit_side(op: Operation) -> int | None:
+    """Which operand of a 64-bit integer compare is a 32-bit integer widened by a
+    `cast` (sign-extended when signed, zero-extended when not) in the same layout."""
+    ty = op.operands[0].type.scalar
+    if not ty.is_int() or ty.primitive_bitwidth != 64:
+        return None
+    for side, value in enumerate(op.operands):
+        producer = value.defining_op
+        if producer is None or producer.name != "cast":
+            continue
+        source = producer.operands[0]
+        if (source.type.scalar.is_int() and source.type.scalar.primitive_bitwidth == 32
+                and source.type.is_block() == value.type.is_block()
+                and (not value.type.is_block() or source.type.layout == value.type.layout)):
+            return side
+    return None
 
 
 @emits("select")

@@ -103,7 +103,8 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
     elem = ctype(writes[0][0].type)
     eb = _element_bytes(writes[0][0])
     names = [em.define(value) for value, _, _ in reads]
-    em.barrier()
+    # a barrier first only where earlier shared-memory users may still read these bytes
+    em.shared_access(em.scratch_base, em.scratch_base + nbytes, True)
     em.open()
     em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
     for value, strides, offset in writes:
@@ -215,6 +216,12 @@ def _move(em: Emitter, op: Operation, to_src: CoordMap, write_strides: list[int]
     possible, else through shared memory."""
     src, dst = op.operands[0], op.results[0]
     sources = register_sources(em.linear(src), em.linear(dst), to_src)
+    if sources == list(range(len(sources or ()))):
+        # Register i is register i: the result is the operand's array (values
+        # are never written after their definition; a loop's carried arrays
+        # are assigned through temporaries), which keeps big kernels' sources small.
+        em.bind(dst, em.name(src))
+        return
     if sources is not None:
         copy_registers(em, src, em.define_block(dst), sources)
         return

@@ -8,8 +8,9 @@ one commutative op (sum, max, ...) skips the lane-dependent swap.
 
 Reduce: each thread combines its own registers along the axis (in index
 order), then the lanes along the axis by `shfl.xor` butterflies, then the
-warps along the axis through shared memory, every thread reading all partial
-results of its outputs. The results are in the operand layout's slice.
+warps along the axis through shared memory: lane j of every warp reads warp
+j's partial result and the lanes combine them by butterflies again (where
+the lanes of an output have the index bits for it). The results are in the operand layout's slice.
 
 Scan: each thread scans its runs of consecutive registers (chunks), the lanes
 along the axis scan the chunk totals (Hillis-Steele over `shfl.idx`), and the
@@ -28,9 +29,38 @@ from .codegen_types import ctype
 
 
 def combine_function(em: Emitter, op: Operation) -> str:
-    """Emit the op's combine region as a device function; its name."""
+    """Emit the op's combine region as a device function; its name. Regions
+    that compute the same thing share one function (a bitonic sort's hundreds
+    of sums would otherwise each get their own)."""
     region: Region = op.regions[0]
     types = [ctype(v.type) for v in op.operands]
+    key = _region_key(region, types)
+    known = em.memo.setdefault("combine functions", {})
+    if key is not None and key in known:
+        return known[key]
+    name = _emit_combine(em, region, types)
+    if key is not None:
+        known[key] = name
+    return name
+
+
+def _region_key(region: Region, types: list[str]) -> tuple | None:
+    """What a combine region computes, independent of its values' names: each op's
+    name, attributes, operands (by position) and result types. None when the
+    region holds nested regions or uses a value from outside."""
+    ids = {arg: f"arg{i}" for i, arg in enumerate(region.args)}
+    parts: list = [tuple(types)]
+    for index, inner in enumerate(region.ops):
+        if inner.regions or any(v not in ids for v in inner.operands):
+            return None
+        parts.append((inner.name, repr(sorted(inner.attrs.items(), key=lambda item: item[0])),
+                      tuple(ids[v] for v in inner.operands), tuple(str(r.type) for r in inner.results)))
+        for k, result in enumerate(inner.results):
+            ids[result] = f"op{index}.{k}"
+    return tuple(parts)
+
+
+def _emit_combine(em: Emitter, region: Region, types: list[str]) -> str:
     n = len(types)
     name = em.fresh("tt_combine")
     params = [f"{t} a{i}" for i, t in enumerate(types)] + [f"{t} b{i}" for i, t in enumerate(types)]
@@ -159,29 +189,11 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
             _call(em, combine, names, [em.reg(v, reg) for v in inputs], names)
         accs[key] = names
     commutative = _commutative(op)
-    for bit in _axis_bits(linear.lanes, axis, "lane", op.loc):
-        if commutative:
-            # both lanes of a pair compute the same value whichever side each takes
-            for names in accs.values():
-                others = [em.fresh("tt_r") for _ in inputs]
-                for k, value in enumerate(inputs):
-                    em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
-                _call(em, combine, names, others, names)
-            continue
-        upper = em.fresh("tt_upper")
-        em.line(f"const bool {upper} = (tt_lane & {1 << bit}) != 0;")
-        for names in accs.values():
-            # the lane with the bit set holds the higher indices: it goes on the right
-            left, right = [em.fresh("tt_l") for _ in inputs], [em.fresh("tt_r") for _ in inputs]
-            for k, value in enumerate(inputs):
-                t = ctype(value.type)
-                em.line(f"{t} {right[k]} = tt_shfl_xor({names[k]}, {1 << bit});")
-                em.line(f"{t} {left[k]} = {upper} ? {right[k]} : {names[k]};")
-                em.line(f"if ({upper}) {right[k]} = {names[k]};")
-            _call(em, combine, left, right, names)
+    lane_bits = _axis_bits(linear.lanes, axis, "lane", op.loc)
+    _butterfly(em, inputs, list(accs.values()), [1 << bit for bit in lane_bits], commutative, combine)
     warp_bits = _axis_bits(linear.warps, axis, "warp", op.loc)
     if warp_bits:
-        _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine)
+        _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine, commutative)
     results = op.results
     if not results[0].type.is_block():
         (names,) = accs.values()
@@ -212,12 +224,47 @@ def _commutative(op: Operation) -> bool:
             and set(ops[0].operands) == set(region.args) and ops[1].operands[0] is ops[0].results[0])
 
 
+def _butterfly(em: Emitter, inputs: list[Value], accs: list[list[str]], masks: list[int], commutative: bool,
+               combine: str) -> None:
+    """Combine each accumulator with the lanes whose index differs in the bits of
+    `masks`, by `shfl.xor`: afterwards every lane of such a group holds the group's
+    result. A non-commutative combine takes the lane with the mask bit set (the
+    higher indices) on the right, so both lanes of a pair compute the same value."""
+    for mask in masks:
+        if commutative:
+            for names in accs:
+                others = [em.fresh("tt_r") for _ in inputs]
+                for k, value in enumerate(inputs):
+                    em.line(f"{ctype(value.type)} {others[k]} = tt_shfl_xor({names[k]}, {mask});")
+                _call(em, combine, names, others, names)
+            continue
+        upper = em.fresh("tt_upper")
+        em.line(f"const bool {upper} = (tt_lane & {mask}) != 0;")
+        for names in accs:
+            left, right = [em.fresh("tt_l") for _ in inputs], [em.fresh("tt_r") for _ in inputs]
+            for k, value in enumerate(inputs):
+                t = ctype(value.type)
+                em.line(f"{t} {right[k]} = tt_shfl_xor({names[k]}, {mask});")
+                em.line(f"{t} {left[k]} = {upper} ? {right[k]} : {names[k]};")
+                em.line(f"if ({upper}) {right[k]} = {names[k]};")
+            _call(em, combine, left, right, names)
+
+
 def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, groups: dict[Coord, list[int]],
-                         accs: dict[Coord, list[str]], warp_bits: list[int], combine: str) -> None:
+                         accs: dict[Coord, list[str]], warp_bits: list[int], combine: str,
+                         commutative: bool) -> None:
+    """Each warp's partial results meet in shared memory. Then, where the lanes
+    holding one output have enough index bits free (along the axis, or
+    replicated), lane j of that set reads warp j's partial and the lanes combine
+    them by butterflies, as Triton does: log2(warps) shuffles instead of a chain
+    of reads and combines. Otherwise every thread combines all the partials."""
     axis = op.attrs["axis"]
     shape = tuple(op.operands[0].type.shape)
     count = 1 << len(warp_bits)
-    em.barrier()
+    free = sorted(_axis_bits(linear.lanes, axis, "lane", op.loc) + [
+        bit for bit, basis in enumerate(linear.lanes) if not any(basis)])
+    # a barrier first only where earlier shared-memory users may still read these bytes
+    em.shared_access(em.scratch_base, em.scratch_base + reduce_scratch_bytes(op), True)
     em.open()
     buffers = _buffers(em, list(op.operands), _out_numel(op) * count)
     position = em.fresh("tt_wpos")
@@ -227,11 +274,20 @@ def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, group
         for k, buf in enumerate(buffers):
             em.line(f"{buf}[({slots[key]}) * {count} + {position}] = {names[k]};")
     em.barrier()
-    for key, names in accs.items():
-        for k, buf in enumerate(buffers):
-            em.line(f"{names[k]} = {buf}[({slots[key]}) * {count}];")
-        for j in range(1, count):
-            _call(em, combine, names, [f"{buf}[({slots[key]}) * {count} + {j}]" for buf in buffers], names)
+    if len(free) >= len(warp_bits):
+        lanes = free[:len(warp_bits)]
+        source = em.fresh("tt_wsrc")
+        em.line(f"const int {source} = {_packed_bits('tt_lane', lanes)};")
+        for key, names in accs.items():
+            for k, buf in enumerate(buffers):
+                em.line(f"{names[k]} = {buf}[({slots[key]}) * {count} + {source}];")
+        _butterfly(em, list(op.operands), list(accs.values()), [1 << bit for bit in lanes], commutative, combine)
+    else:
+        for key, names in accs.items():
+            for k, buf in enumerate(buffers):
+                em.line(f"{names[k]} = {buf}[({slots[key]}) * {count}];")
+            for j in range(1, count):
+                _call(em, combine, names, [f"{buf}[({slots[key]}) * {count} + {j}]" for buf in buffers], names)
     em.close()
 
 

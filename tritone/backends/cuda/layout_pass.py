@@ -55,13 +55,22 @@ from tritone.ir.ops import (
     PERMUTE_LAYOUT,
     PURE,
     REDUCE_LAYOUT,
+    RESHAPE_LAYOUT,
     SAME_LAYOUT,
     SHARED_LAYOUT,
     OpSpec,
     is_removable_when_unused,
 )
 
-from ...ir.layouts import BlockedLayout, DistributedLayout, SliceLayout, SwizzledSharedLayout, default_blocked_layout
+from ...ir.layouts import (
+    BlockedLayout,
+    DistributedLayout,
+    SliceLayout,
+    SwizzledSharedLayout,
+    default_blocked_layout,
+    reshaped,
+    same_placement,
+)
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
 
@@ -148,6 +157,8 @@ def operand_layout_for(op: Operation, result_layout: DistributedLayout) -> Distr
         return SliceLayout(op.attrs["axis"], result_layout)
     if rule == PERMUTE_LAYOUT:
         return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])))
+    if rule == RESHAPE_LAYOUT:
+        return _reshape_layout(result_layout, op.results[0], op.operands[0])
     return None
 
 
@@ -166,15 +177,29 @@ def result_layout_for(op: Operation, operand_layout: DistributedLayout) -> Distr
         return permute_layout(operand_layout, tuple(op.attrs["order"]))
     if rule == REDUCE_LAYOUT:
         return SliceLayout(op.attrs["axis"], operand_layout)
+    if rule == RESHAPE_LAYOUT:
+        return _reshape_layout(operand_layout, op.operands[0], op.results[0])
     return None
+
+
+def _reshape_layout(layout: DistributedLayout, have: Value, want: Value) -> DistributedLayout | None:
+    """The layout of `want` (the other side of a reshape) in which each thread
+    holds the elements it holds of `have` in `layout`: the reshape then moves
+    no data (Triton's reshape does the same with linear layouts)."""
+    if not (_is_block(have) and _is_block(want)):
+        return None
+    return reshaped(layout.linear(tuple(have.type.shape)), tuple(want.type.shape))
 
 
 # -- coalescing ------------------------------------------------------------------
 
-def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = True) -> BlockedLayout:
+def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = True,
+                     at_least: int = 1) -> BlockedLayout:
     """A blocked layout for accessing the pointer block `ptr`: its most contiguous
     dim fastest, and (with `vector`) each thread owning one aligned vector of up
-    to 16 bytes along it, no more than the block gives every thread."""
+    to 16 bytes along it, no more than the block gives every thread; or, with
+    `at_least`, that many contiguous elements where the pointer is contiguous
+    that far (a run another access of the same shape moves as one vector)."""
     shape = tuple(ptr.type.shape)
     rank = len(shape)
     row_major = list(reversed(range(rank)))
@@ -186,14 +211,19 @@ def coalesced_layout(ptr: Value, info: AxisInfo, num_warps: int, vector: bool = 
     per_thread = 1
     if vector:
         elem_bytes = ptr.type.scalar.element_ty.itemsize
-        per_thread = min(max_vector_elements(info, fastest, elem_bytes), max(1, numel // (32 * num_warps)),
-                         shape[fastest])
+        per_thread = min(max(max_vector_elements(info, fastest, elem_bytes), min(at_least, info.contiguity[fastest])),
+                         max(1, numel // (32 * num_warps)), shape[fastest])
     spt = tuple(per_thread if d == fastest else 1 for d in range(rank))
     return default_blocked_layout(shape, num_warps, order, spt)
 
 
 def _vector_along(layout: DistributedLayout, shape: tuple[int, ...], dim: int) -> int:
     return layout.linear(shape).contiguous_registers(dim)
+
+
+def _lanes_along(layout: DistributedLayout, shape: tuple[int, ...], dim: int) -> int:
+    """How many of a warp's lanes hold distinct elements along `dim`."""
+    return 1 << sum(1 for basis in layout.linear(shape).lanes if basis[dim])
 
 
 # -- classes of values that share a layout -----------------------------------------
@@ -355,7 +385,28 @@ class _Assigner:
 
     def anchor_layout(self, op: Operation) -> DistributedLayout:
         ptr = op.operands[0]
-        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=op.name in ("load", "store"))
+        vector = op.name in ("load", "store")
+        at_least = self.widest_access(ptr) if op.name == "load" else 1
+        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=vector, at_least=at_least)
+
+    def widest_access(self, ptr: Value) -> int:
+        """The most elements one vector access of any load or store on a pointer
+        block of `ptr`'s shape and dim order moves. A load whose own pointer is
+        less aligned (an unaligned input beside an aligned output, say) still
+        gives each thread that many contiguous elements, as Triton's coalescing
+        does, so the store of what it computes needs no narrower layout."""
+        key = (tuple(ptr.type.shape), self._access_order(ptr))
+        widest = 1
+        for op in self.memory_ops:
+            other = op.operands[0]
+            if op.name in ("load", "store") and _is_block(other) and (
+                    tuple(other.type.shape), self._access_order(other)) == key:
+                layout = coalesced_layout(other, self.infos.get(other), self.num_warps)
+                widest = max(widest, layout.size_per_thread[layout.order[0]])
+        return widest
+
+    def _access_order(self, ptr: Value) -> tuple[int, ...]:
+        return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=False).order
 
     def choose(self) -> None:
         chained = dot.chained_dots(self.fn) if self.dots else set()
@@ -390,8 +441,14 @@ class _Assigner:
             fastest = coalesced.order[0]
             shape = tuple(ptr.type.shape)
             vector = _vector_along(coalesced, shape, fastest)
-            if (isinstance(have, BlockedLayout) and vector * ptr.type.scalar.element_ty.itemsize >= 8
-                    and _vector_along(have, shape, fastest) > vector):
+            have_vector = _vector_along(have, shape, fastest) if isinstance(have, BlockedLayout) else vector
+            if vector * ptr.type.scalar.element_ty.itemsize >= 8 and have_vector > vector:
+                self.store_layouts[op] = coalesced
+            elif have_vector < vector and _lanes_along(coalesced, shape, fastest) > _lanes_along(have, shape, fastest):
+                # The value's layout (a transposing copy's load layout, say) would
+                # store fewer elements per instruction than the pointer allows, with
+                # a warp's lanes spread across rows: its store converts to the
+                # coalesced layout through shared memory first, as Triton's does.
                 self.store_layouts[op] = coalesced
         for v in self.values:
             if self.get(v) is None:
@@ -422,8 +479,14 @@ class _Assigner:
                         op.operands[i] = inserter.convert_before(op, operand, own)
             for i, needed in enumerate(required_operand_layouts(op)):
                 operand = op.operands[i]
-                if needed is not None and _is_block(operand) and operand.type.layout != needed:
+                if needed is not None and _is_block(operand) and not _same_map(operand, needed):
                     op.operands[i] = inserter.convert(operand, needed)
+
+
+def _same_map(value: Value, layout: DistributedLayout) -> bool:
+    """Whether `value`'s layout puts every element where `layout` does (a
+    reshape's linear encoding of a blocked layout, say): no conversion needed."""
+    return same_placement(value.type.layout, layout, tuple(value.type.shape))
 
 
 def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
@@ -438,7 +501,7 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
         first = op.operands[0]
         return [first.type.layout if _is_block(first) else None] * n
     if rule in DERIVED_LAYOUTS:
-        return [operand_layout_for(op, op.results[0].type.layout)]
+        return [operand_layout_for(op, op.results[0].type.layout) if blocks else None]
     if name == "dot":
         return [None, None, op.results[0].type.layout]
     if name == "gather":
@@ -648,8 +711,12 @@ def verify_layouts(fn: Function) -> None:
     follow their layout rules."""
 
     def same(op: Operation, values: list[Value]) -> None:
-        layouts = {v.type.layout for v in _blocks(values)}
-        assert len(layouts) <= 1, f"{op.name} at {op.loc} mixes layouts {layouts}"
+        # layouts written differently that place every element alike (a blocked
+        # layout and a reshape's linear encoding of it) agree
+        blocks = _blocks(values)
+        layouts = {v.type.layout for v in blocks}
+        assert len(layouts) <= 1 or all(_same_map(v, blocks[0].type.layout) for v in blocks), (
+            f"{op.name} at {op.loc} mixes layouts {layouts}")
 
     for op in _walk_with_regions(fn.body):
         rule = _rule(op)
@@ -664,7 +731,7 @@ def verify_layouts(fn: Function) -> None:
         if rule in (SAME_LAYOUT, ACCESS_LAYOUT):
             same(op, op.operands + op.results)
         elif rule in (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT):
-            assert operand_layout_for(op, op.results[0].type.layout) == op.operands[0].type.layout, (
+            assert _same_map(op.operands[0], operand_layout_for(op, op.results[0].type.layout)), (
                 f"{op.name} at {op.loc}: operand {op.operands[0].type} for result {op.results[0].type}")
         elif rule == REDUCE_LAYOUT and _is_block(op.results[0]):
             expected = SliceLayout(op.attrs["axis"], op.operands[0].type.layout)
