@@ -11,9 +11,10 @@ that has one), picks one of its `Config`s:
 - on the interpreter, without a `do_bench`, it takes the first config that
   compiles, without timing anything (interpreted timings say nothing about a GPU).
 
-Results are kept in memory per key and, with `cache_results=True` or
-`TRITON_CACHE_AUTOTUNING=1`, on disk beside the compiled kernels, so another
-process starts with the same choice without benchmarking. While a sweep of
+Results are kept in memory per launch site (the GPU, with its architecture)
+and key and, with `cache_results=True` or `TRITON_CACHE_AUTOTUNING=1`, on disk
+beside the compiled kernels per architecture and key, so another process starts
+with the same choice without benchmarking. While a sweep of
 several configs runs with stderr on a terminal, one line there shows which
 config is being timed and the best so far.
 """
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from .. import knobs
+from ..backends.sites import launch_site
 from ..errors import CompilationError, OutOfResources, PTXASError, TritonError
 from .driver import driver
 from .jit import JITFunction, KernelInterface, base_function, deepcopy_by_state, reduce_by_name
@@ -247,7 +249,7 @@ class Autotuner(KernelInterface):
         self.arg_names = list(arg_names)
         self.configs = list(configs) if configs else [Config({}, num_warps=4, num_stages=3, num_ctas=1)]
         self.keys = list(key)
-        self.cache: dict[tuple, Config] = {}
+        self._site_caches: dict[tuple, dict[tuple, Config]] = {}
         self.cache_results = cache_results
         self.best_config: Config | None = None
         self.bench_time = 0.0
@@ -296,6 +298,25 @@ class Autotuner(KernelInterface):
             warnings.warn("autotune's warmup, rep and use_cuda_graph are deprecated (as in Triton); pass "
                           "do_bench=lambda kernel_call, quantiles: ... instead", DeprecationWarning, stacklevel=3)
             self._do_bench = self._legacy_benchmarker(warmup, rep, use_cuda_graph)
+
+    @property
+    def cache(self) -> dict[tuple, Config]:
+        """The choices made for the current launch site (`backends.sites.launch_site()`:
+        the GPU and its architecture, or the interpreter): tuning key -> Config.
+        Triton keeps one such mapping per autotuner, keyed as this one is; tritone
+        keeps one per launch site, so that a choice timed on one GPU is never used
+        on another (an sm_90 choice may not even fit an sm_80 device)."""
+        site = launch_site()
+        choices = self._site_caches.get(site)
+        if choices is None:
+            choices = self._site_caches.setdefault(site, {})
+        return choices
+
+    @cache.setter
+    def cache(self, choices: dict[tuple, Config]) -> None:
+        """Replace the choices of every launch site by `choices`, for the current
+        one (`kernel.cache = {}` forgets them all)."""
+        self._site_caches = {launch_site(): choices}
 
     @staticmethod
     def _legacy_benchmarker(warmup: int | None, rep: int | None, use_cuda_graph: bool) -> Callable:
