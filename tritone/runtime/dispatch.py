@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,9 @@ def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
         f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.FIELD_NAMES))}, stream)")
 
 
+# Held while a kernel's hot entry and its dispatcher are set (see `launch`).
+_hot_lock = threading.Lock()
+
 # What a kernel's options are made from: the launch keywords, the kernel's debug
 # flag and the knobs that give defaults. Kernels are cached under this tuple
 # (hashed in C, unlike KernelOptions) and options are built from it once.
@@ -224,8 +228,10 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
             if not caches.hot and fn._dispatch is not None:
                 inline = _inline_launch(fn, arguments_key, entry)
                 if inline is not None:
-                    caches.hot.append(entry)
-                    fn._dispatch = make_dispatcher(fn, inline)
+                    with _hot_lock:  # one hot entry, and the dispatcher of that one, when threads race here
+                        if not caches.hot:
+                            caches.hot.append(entry)
+                            fn._dispatch = make_dispatcher(fn, inline)
         return kernel
     metadata = kernel.launch_metadata((grid_x, grid_y, grid_z), stream, *values)
     kernel.run(grid_x, grid_y, grid_z, stream, kernel.function, kernel.packed_metadata, metadata,

@@ -332,6 +332,9 @@ class DeviceEntry(NamedTuple):
     binder: Callable | None
 
 
+_new_site_lock = threading.Lock()
+
+
 class DeviceCaches(dict):
     """`JITFunction.device_caches`: launch site `(target, device)` -> {key:
     CompiledKernel} (a `SiteKernels`). `for_site` remembers the site it answered
@@ -379,9 +382,14 @@ class DeviceCaches(dict):
             return kernels
         kernels = self.get(site)
         if type(kernels) is not SiteKernels or kernels.owner is not self:
-            # None yet, or a mapping someone stored: keep its kernels.
-            kernels = SiteKernels(kernels or {}, owner=self)
-            super().__setitem__(site, kernels)
+            # Two threads meeting a new site (two GPUs launching at once) must
+            # end with the same SiteKernels, or one's kernels would be lost.
+            with _new_site_lock:
+                kernels = self.get(site)
+                if type(kernels) is not SiteKernels or kernels.owner is not self:
+                    # None yet, or a mapping someone stored: keep its kernels.
+                    kernels = SiteKernels(kernels or {}, owner=self)
+                    super().__setitem__(site, kernels)
         self._last = (site, kernels)
         return kernels
 
