@@ -397,6 +397,32 @@ def test_autotuning_choices_are_per_device(two_gpus):
     assert tuned.cache == {}
 
 
+def test_autotuning_choices_on_disk_are_per_architecture(two_gpus, monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "fresh"))
+    timed = []
+
+    def do_bench(kernel_call, quantiles=None):
+        kernel_call()
+        timed.append(two_gpus.launches[-1]["device"])
+        return [float(two_gpus.launches[-1]["grid"][0])] * len(quantiles or [0])
+
+    def tuned_kernel():
+        return triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 256})], key=["n"],
+                               do_bench=do_bench, cache_results=True)(triton.jit(scale_add.fn))
+
+    def run(tuned, device):
+        driver.active.set_current_device(device)
+        x, y, out = (FakeCudaTensor(a, device) for a in two_gpus.allocate(device))
+        tuned[lambda meta: (triton.cdiv(999, meta["BLOCK"]),)](x, y, out, 999, 1.0)
+
+    run(tuned_kernel(), 0)
+    assert timed == [0, 0]
+    run(tuned_kernel(), 0)  # another autotuner (another process, say) reads device 0's choice
+    assert timed == [0, 0]
+    run(tuned_kernel(), 1)  # an sm_80 device does not take the sm_90 choice from the disk
+    assert timed == [0, 0, 1, 1]
+
+
 def test_two_threads_launch_on_two_devices_at_once(two_gpus):
     rng = np.random.default_rng()
     start = threading.Barrier(2)
