@@ -27,6 +27,7 @@ import json
 import math
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -57,6 +58,15 @@ _told_configs_untimed = False
 
 # Sweeps of at least this many configs show the progress line.
 PROGRESS_MIN_CONFIGS = 4
+
+
+class _LaunchState(threading.local):
+    """What one launch of an autotuned kernel works with, kept per thread: two
+    threads (driving two GPUs, say) may launch the same kernel at once."""
+
+    def __init__(self):
+        self.nargs: dict[str, Any] | None = None
+        self.restore_copies: dict[str, Any] = {}
 
 
 class AutotunerError(TritonError):
@@ -255,7 +265,7 @@ class Autotuner(KernelInterface):
         self.bench_time = 0.0
         self.configs_timings: dict[Config, Any] = {}
         self.config_failures: dict[Config, str] = {}
-        self.nargs: dict[str, Any] | None = None
+        self._launch = _LaunchState()
 
         name = self.base_fn.__name__
         for missing in [k for k in self.keys if k not in self.arg_names]:
@@ -268,7 +278,6 @@ class Autotuner(KernelInterface):
             if unknown:
                 raise ValueError(f"autotune {what} of kernel {name} names {unknown}, which are not among its "
                                  f"parameters ({', '.join(self.arg_names)})")
-        self.restore_copies: dict[str, Any] = {}
 
         self.user_defined_pre_hook = pre_hook is not None
         self.user_defined_post_hook = post_hook is not None
@@ -298,6 +307,25 @@ class Autotuner(KernelInterface):
             warnings.warn("autotune's warmup, rep and use_cuda_graph are deprecated (as in Triton); pass "
                           "do_bench=lambda kernel_call, quantiles: ... instead", DeprecationWarning, stacklevel=3)
             self._do_bench = self._legacy_benchmarker(warmup, rep, use_cuda_graph)
+
+    @property
+    def nargs(self) -> dict[str, Any] | None:
+        """The positional arguments of the launch in progress on this thread, by
+        parameter name (None between launches), as hooks and pruning read them."""
+        return self._launch.nargs
+
+    @nargs.setter
+    def nargs(self, value: dict[str, Any] | None) -> None:
+        self._launch.nargs = value
+
+    @property
+    def restore_copies(self) -> dict[str, Any]:
+        """The copies `restore_value` saved for the launch in progress on this thread."""
+        return self._launch.restore_copies
+
+    @restore_copies.setter
+    def restore_copies(self, value: dict[str, Any]) -> None:
+        self._launch.restore_copies = value
 
     @property
     def cache(self) -> dict[tuple, Config]:
@@ -625,14 +653,17 @@ class Autotuner(KernelInterface):
 
     def __getstate__(self) -> dict[str, Any]:
         # The arguments of a launch in progress and the copies saved for
-        # `restore_value` belong to that launch. `base_fn` is found again
-        # under `fn` (as a plain function, the module names the kernel, not it).
-        state = {**self.__dict__, "nargs": None, "restore_copies": {}}
+        # `restore_value` belong to that launch (`_launch`). `base_fn` is found
+        # again under `fn` (as a plain function, the module names the kernel, not it).
+        state = dict(self.__dict__)
+        state.pop("_launch", None)
         state.pop("base_fn", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update((name, value) for name, value in state.items()
+                             if name not in ("nargs", "restore_copies"))
+        self._launch = _LaunchState()
         self.base_fn = base_function(self.fn)
 
     def __deepcopy__(self, memo: dict) -> Autotuner:

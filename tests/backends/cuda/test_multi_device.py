@@ -455,6 +455,47 @@ def test_two_threads_launch_on_two_devices_at_once(two_gpus):
     assert {site[1] for site in scale_add.device_caches} == {0, 1}
 
 
+def test_two_threads_launch_one_autotuned_kernel_on_two_devices(two_gpus):
+    # Device 0 prefers BLOCK=256 and device 1 BLOCK=64; each thread has its own size.
+    prefers = {0: 256, 1: 64}
+
+    def do_bench(kernel_call, quantiles=None):
+        kernel_call()
+        launch = two_gpus.launches[-1]
+        sizes = {launch["grid"][0] * block: block for block in (64, 256)}
+        block = next(block for size, block in sizes.items() if size - block < decoded(launch)[3] <= size)
+        return [1.0 if block == prefers[launch["device"]] else 2.0] * len(quantiles or [0])
+
+    tuned = triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 256})], key=["n"],
+                            do_bench=do_bench)(triton.jit(scale_add.fn))
+    sizes = {0: 3001, 1: 5003}
+    start = threading.Barrier(2)
+    errors = []
+
+    def work(device: int) -> None:
+        try:
+            driver.active.set_current_device(device)
+            x, y, out = (FakeCudaTensor(a, device) for a in two_gpus.allocate(device))
+            start.wait()
+            for _ in range(30):
+                tuned[lambda meta: (triton.cdiv(sizes[device], meta["BLOCK"]),)](x, y, out, sizes[device], 1.0)
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(device,)) for device in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and two_gpus.refused == 0
+    for device in (0, 1):
+        mine = [launch for launch in two_gpus.launches if launch["device"] == device]
+        assert {decoded(launch)[3] for launch in mine} == {sizes[device]}
+        # After tuning, every launch used the device's own choice.
+        assert mine[-30:] == [launch for launch in mine[-30:]
+                              if launch["grid"][0] == triton.cdiv(sizes[device], prefers[device])]
+
+
 def test_compile_is_not_repeated_per_launch_on_either_device(twin_gpus, monkeypatch):
     for device in (0, 1):
         driver.active.set_current_device(device)
