@@ -96,7 +96,7 @@ class FakeGPU:
         if pointer not in self.device_memory:
             return 1
         answers = {PointerAttribute.DEVICE_POINTER: pointer, PointerAttribute.MEMORY_TYPE: MemoryType.DEVICE,
-                   PointerAttribute.DEVICE_ORDINAL: self.device_memory[pointer]}
+                   PointerAttribute.IS_MANAGED: 0, PointerAttribute.DEVICE_ORDINAL: self.device_memory[pointer]}
         return self.store(out, answers[attribute])
 
     def launch(self, *arguments) -> int:

@@ -55,7 +55,7 @@ class TwoGPUs:
     launch of a function of another device's module returns
     CUDA_ERROR_INVALID_HANDLE and one without a current context
     CUDA_ERROR_INVALID_CONTEXT. `memory` maps device addresses to the device
-    owning them, for cuPointerGetAttribute. `loads` records (device, image) and
+    owning them, for cuPointerGetAttribute (`managed` holds those of managed memory). `loads` records (device, image) and
     `launches` one dict per successful launch (device, thread, grid, argument
     bytes); `refused` counts launches that failed."""
 
@@ -67,6 +67,7 @@ class TwoGPUs:
         self.launches: list[dict] = []
         self.refused = 0
         self.memory: dict[int, int] = {}
+        self.managed: set[int] = set()
         self._function_device: dict[int, int] = {}
         self.library = SimulatedLibrary({
             "cuInit": lambda flags: 0,
@@ -132,6 +133,7 @@ class TwoGPUs:
         if pointer not in self.memory:
             return _INVALID_VALUE
         answers = {PointerAttribute.DEVICE_POINTER: pointer, PointerAttribute.MEMORY_TYPE: MemoryType.DEVICE,
+                   PointerAttribute.IS_MANAGED: int(pointer in self.managed),
                    PointerAttribute.DEVICE_ORDINAL: self.memory[pointer]}
         return self._store(out, answers[attribute])
 
@@ -324,6 +326,13 @@ def test_a_pointer_on_another_gpu_names_the_kernel_and_the_argument(two_gpus):
     with pytest.raises(ValueError, match=r"^kernel scale_add: Pointer argument out_ptr \(at 2\) is on cuda:1"):
         scale_add[(1,)](x, x, DriverPlacedArray(elsewhere), 100, 1.0, BLOCK=128)
     assert two_gpus.launches == []
+    # Managed memory allocated against device 1 is readable on device 0.
+    (managed,) = two_gpus.allocate(1, 1)
+    two_gpus.managed.add(managed)
+    scale_add[(1,)](x, x, DriverPlacedArray(managed), 100, 1.0, BLOCK=128)
+    assert [launch["device"] for launch in two_gpus.launches] == [0]
+    assert decoded(two_gpus.launches[0])[2] == managed
+    two_gpus.launches.clear()
     # Under device 1 the same arrays launch there.
     driver.active.set_current_device(1)
     y1, out1 = (FakeCudaTensor(a, 1) for a in two_gpus.allocate(1, 2))
@@ -521,8 +530,12 @@ def run_scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tenso
 
 
 @pytest.fixture
-def real_gpus():
-    """The real driver with the GPU decision made afresh, two GPUs or more."""
+def real_gpus(monkeypatch):
+    """The real driver with the GPU decision made afresh and no interpreter knob, two GPUs or more."""
+    for variable in ("TRITON_INTERPRET", "TRITONE_INTERPRET", "TRITONE_TARGET"):
+        monkeypatch.delenv(variable, raising=False)
+    for group, name in [(knobs.runtime, "interpret"), (knobs.nvidia, "target")]:
+        delattr(group, name)
     sites.reset_active_target()
     scale_add.device_caches.clear()
     yield torch.cuda.device_count()

@@ -348,9 +348,11 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
         # whose: one query, as Triton's DEVICE_POINTER query is.
         try:
             ordinal = driver.pointer_attribute(PointerAttribute.DEVICE_ORDINAL, address)
-            # Pinned host memory names the device it was allocated against, yet any GPU may read it.
-            if ordinal != device and driver.pointer_attribute(PointerAttribute.MEMORY_TYPE,
-                                                              address) == MemoryType.DEVICE:
+            # Pinned host memory and managed memory name the device they were
+            # allocated against, yet other GPUs may read them.
+            if (ordinal != device
+                    and driver.pointer_attribute(PointerAttribute.MEMORY_TYPE, address) == MemoryType.DEVICE
+                    and not driver.pointer_attribute(PointerAttribute.IS_MANAGED, address)):
                 raise _other_device(where, kernel, ordinal, device)
         except CudaError:
             raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)") from None
