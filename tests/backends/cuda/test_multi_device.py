@@ -55,9 +55,10 @@ class TwoGPUs:
     launch of a function of another device's module returns
     CUDA_ERROR_INVALID_HANDLE and one without a current context
     CUDA_ERROR_INVALID_CONTEXT. `memory` maps device addresses to the device
-    owning them, for cuPointerGetAttribute (`managed` holds those of managed memory). `loads` records (device, image) and
-    `launches` one dict per successful launch (device, thread, grid, argument
-    bytes); `refused` counts launches that failed."""
+    owning them, for cuPointerGetAttribute (`managed` holds those of managed
+    memory). `loads` records (device, image) and `launches` one dict per
+    successful launch (device, thread, grid, argument bytes); `refused` counts
+    launches that failed."""
 
     def __init__(self, archs: tuple[int, ...] = (90, 80)):
         self.archs = archs
