@@ -225,12 +225,12 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
             entry = (sites._gpu, site[1], plan.launch, kernel)
             caches = fn.device_caches
             caches.ready[arguments_key] = entry
-            if not caches.hot and fn._dispatch is not None:
+            if (not caches.hot or caches.hot[0] is None) and fn._dispatch is not None:
                 inline = _inline_launch(fn, arguments_key, entry)
                 if inline is not None:
                     with _hot_lock:  # one hot entry, and the dispatcher of that one, when threads race here
-                        if not caches.hot:
-                            caches.hot.append(entry)
+                        if not caches.hot or caches.hot[0] is None:
+                            caches.hot[:] = [entry]
                             fn._dispatch = make_dispatcher(fn, inline)
         return kernel
     metadata = kernel.launch_metadata((grid_x, grid_y, grid_z), stream, *values)

@@ -344,7 +344,8 @@ class DeviceCaches(dict):
     `ready` is what `kernel[grid](...)` launches from without the general path:
     argument key -> (the GPU decision, device, plan launch function, kernel),
     filled by `runtime.dispatch`; `hot` holds the one entry the dispatcher launches
-    inline. Both are emptied by any change here or to a site's kernels."""
+    inline (None once forgotten). Both are forgotten on any change here or to a
+    site's kernels."""
 
     __slots__ = ("_last", "ready", "hot", "_binder")
 
@@ -373,7 +374,10 @@ class DeviceCaches(dict):
     def clear_launchers(self) -> None:
         """Forget `ready` and `hot` (the kernels they name may be gone)."""
         self.ready.clear()
-        self.hot.clear()
+        if self.hot:
+            # Overwritten, never emptied: a dispatcher running in another thread
+            # may be between its `hot` and `hot[0]` checks.
+            self.hot[0] = None
 
     def for_site(self, site: Any) -> SiteKernels:
         """The kernels of `site` (an empty mapping, added, when there are none yet)."""

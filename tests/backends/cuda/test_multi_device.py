@@ -506,6 +506,17 @@ def test_two_threads_launch_one_autotuned_kernel_on_two_devices(two_gpus):
                               if launch["grid"][0] == triton.cdiv(sizes[device], prefers[device])]
 
 
+def test_forgetting_the_hot_entry_never_empties_the_list_a_dispatcher_reads(twin_gpus):
+    # A dispatcher checks `hot and hot[0] is its entry`; another thread compiling
+    # (which forgets the launchers) between the two checks must not make hot[0] fail.
+    caches = scale_add.device_caches
+    launch_on(twin_gpus, 0, 999, 1.0)
+    entry = next(iter(caches.ready.values()))
+    caches.hot[:] = [entry]
+    caches.for_site((GPUTarget("cuda", 90, 32), 7))[("another", "kernel")] = None
+    assert caches.ready == {} and caches.hot == [None]
+
+
 def test_compile_is_not_repeated_per_launch_on_either_device(twin_gpus, monkeypatch):
     for device in (0, 1):
         driver.active.set_current_device(device)
