@@ -14,9 +14,10 @@ that has one), picks one of its `Config`s:
 Results are kept in memory per launch site (the GPU, with its architecture)
 and key and, with `cache_results=True` or `TRITON_CACHE_AUTOTUNING=1`, on disk
 beside the compiled kernels per architecture and key, so another process starts
-with the same choice without benchmarking. While a sweep of
-several configs runs with stderr on a terminal, one line there shows which
-config is being timed and the best so far.
+with the same choice without benchmarking. A launch's arguments are kept per
+thread: threads driving different GPUs may launch one kernel at once. While a
+sweep of several configs runs with stderr on a terminal, one line there shows
+which config is being timed and the best so far.
 """
 
 from __future__ import annotations

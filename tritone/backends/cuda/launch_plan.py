@@ -310,8 +310,9 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
     """The device address to pass for pointer parameter `param` (of kernel
     `kernel`, named in the messages when given), after checking that the GPU
     `device` can use it: an array that says where it lives (torch, CuPy) must
-    live there; memory that only the driver can place (`__cuda_array_interface__`)
-    must not be another GPU's. Raises ValueError or TypeError naming the parameter."""
+    live there; one that does not (`__cuda_array_interface__` alone, say) must
+    not be another GPU's device memory, as the driver tells. Raises ValueError
+    or TypeError naming the parameter."""
     where = f"Pointer argument {param.label} (at {param.num})"
     if value is None:
         return 0
