@@ -289,6 +289,11 @@ def test_mixed_architectures_get_one_binary_each(two_gpus):
     # Each device loaded the binary compiled for its own architecture, once.
     assert two_gpus.loads == [(0, by_device[0].asm["cubin"]), (1, by_device[1].asm["cubin"])]
     assert by_device[0].asm["cubin"] != by_device[1].asm["cubin"]
+    # Triton's per-device view, whichever device is current.
+    for device in (0, 1):
+        entry = scale_add.device_caches[device]
+        assert entry.target == GPUTarget("cuda", two_gpus.archs[device], 32)
+        assert list(entry.kernel_cache.values()) == [by_device[device]]
 
 
 def test_the_disk_cache_keys_on_the_architecture(two_gpus, monkeypatch, tmp_path):
