@@ -150,6 +150,7 @@ class TwoGPUs:
                 return _INVALID_HANDLE
             self.launches.append({
                 "device": device, "thread": threading.get_ident(), "grid": (gx, gy, gz),
+                "stream": getattr(stream, "value", stream) or 0,
                 "arguments": [ctypes.string_at(parameters[i], 8) for i in range(5)]})
         return 0
 
@@ -317,6 +318,29 @@ def test_the_disk_cache_keys_on_the_architecture(two_gpus, monkeypatch, tmp_path
         driver.active.set_current_device(device)
         launch_on(two_gpus, device, 1000, 1.0)
     assert compiled == [False, False, True, True]
+
+
+def test_launches_follow_torch_s_current_device_and_stream(two_gpus, monkeypatch):
+    # torch with CUDA initialised, simulated: its current device is per thread and
+    # set_device makes that device's primary context current, as cudaSetDevice does.
+    local = threading.local()
+
+    def set_device(device: int) -> None:
+        local.device = device
+        two_gpus.driver.context_set_current(0xC0 + device)
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: getattr(local, "device", 0))
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: getattr(local, "device", 0), raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0x5000 + device, raising=False)
+    sites.reset_active_target()
+    for device in [1, 0, 0, 1, 0]:
+        set_device(device)
+        assert sites.launch_site()[1] == device
+        launch_on(two_gpus, device, 777, 1.0)
+    assert [(launch["device"], launch["stream"]) for launch in two_gpus.launches] == [
+        (device, 0x5000 + device) for device in [1, 0, 0, 1, 0]]
+    assert two_gpus.refused == 0 and sorted(device for device, _ in two_gpus.loads) == [0, 1]
 
 
 def test_a_pointer_on_another_gpu_names_the_kernel_and_the_argument(two_gpus):
