@@ -343,16 +343,19 @@ class DeviceCaches(dict):
 
     `ready` is what `kernel[grid](...)` launches from without the general path:
     argument key -> (the GPU decision, device, plan launch function, kernel),
-    filled by `runtime.dispatch`; `hot` holds the one entry the dispatcher launches
-    inline (None once forgotten). Both are forgotten on any change here or to a
+    filled by `runtime.dispatch`, the entry of the device launched last;
+    `elsewhere` holds every device's, by (device, *argument key), for launches
+    alternating between GPUs; `hot` holds the one entry the dispatcher launches
+    inline (None once forgotten). All are forgotten on any change here or to a
     site's kernels."""
 
-    __slots__ = ("_last", "ready", "hot", "_binder")
+    __slots__ = ("_last", "ready", "elsewhere", "hot", "_binder")
 
     def __init__(self, *args, binder: Callable[[], Callable] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._last: tuple[Any, SiteKernels | None] = (None, None)
         self.ready: dict = {}
+        self.elsewhere: dict = {}
         self.hot: list = []
         self._binder = binder
 
@@ -372,8 +375,9 @@ class DeviceCaches(dict):
         return DeviceEntry(kernels, kernels.by_arguments, site[0], make_backend(site[0]), binder)
 
     def clear_launchers(self) -> None:
-        """Forget `ready` and `hot` (the kernels they name may be gone)."""
+        """Forget `ready`, `elsewhere` and `hot` (the kernels they name may be gone)."""
         self.ready.clear()
+        self.elsewhere.clear()
         if self.hot:
             # Overwritten, never emptied: a dispatcher running in another thread
             # may be between its `hot` and `hot[0]` checks.

@@ -273,6 +273,36 @@ def test_a_ready_entry_of_device_0_is_not_used_on_device_1(twin_gpus, monkeypatc
     assert twin_gpus.refused == 0 and [device for device, _ in twin_gpus.loads] == [0, 1]
 
 
+def test_alternating_launches_stay_off_the_general_path(twin_gpus, monkeypatch):
+    tensors = {device: [FakeCudaTensor(a, device) for a in twin_gpus.allocate(device)] for device in (0, 1)}
+    # The general path, twice for device 0: compiling for device 1 forgot its entry.
+    for device in (0, 1, 0):
+        driver.active.set_current_device(device)
+        scale_add[(3,)](*tensors[device], 333, 0.5, BLOCK=128)
+    general = []
+    key_binder = scale_add._key_binder
+
+    def counted(*args, **kwargs):
+        general.append(args)
+        return key_binder(*args, **kwargs)
+
+    monkeypatch.setattr(scale_add, "_key_binder", counted)
+    order = [0, 1, 1, 0, 1, 0, 0, 1]
+    for device in order:
+        driver.active.set_current_device(device)
+        scale_add[(3,)](*tensors[device], 333, 0.5, BLOCK=128)
+    assert general == []  # the dispatcher found each device's own entry
+    assert [launch["device"] for launch in twin_gpus.launches[3:]] == order
+    assert [decoded(launch)[0] for launch in twin_gpus.launches[3:]] == [tensors[d][0].address for d in order]
+    # A new GPU decision: the entries of the old one are not used.
+    sites.reset_active_target()
+    for device in (0, 1, 0):
+        driver.active.set_current_device(device)
+        scale_add[(3,)](*tensors[device], 333, 0.5, BLOCK=128)
+    assert len(general) == 2 and [launch["device"] for launch in twin_gpus.launches[-3:]] == [0, 1, 0]
+    assert twin_gpus.refused == 0
+
+
 def test_mixed_architectures_get_one_binary_each(two_gpus):
     rng = np.random.default_rng()
     for device in [0, 1, 0, 1]:
