@@ -27,7 +27,13 @@ from tritone.backends import sites
 from tritone.backends.cuda import build
 from tritone.backends.cuda import driver as cuda_driver
 from tritone.backends.cuda.bindings import driver_api
-from tritone.backends.cuda.bindings.driver_api import CudaDriver, DeviceAttribute, MemoryType, PointerAttribute
+from tritone.backends.cuda.bindings.driver_api import (
+    CudaDriver,
+    DeviceAttribute,
+    FunctionAttribute,
+    MemoryType,
+    PointerAttribute,
+)
 from tritone.compiler import compiler as compiler_module
 from tritone.ir.target import GPUTarget
 from tritone.platform import SimulatedLibrary
@@ -84,7 +90,7 @@ class TwoGPUs:
             "cuModuleLoadDataEx": self._load,
             "cuModuleGetFunction": self._get_function,
             "cuFuncGetAttribute": lambda out, attribute, function: self._store(out, {
-                1: 32, 3: 0, 0: 1024}.get(attribute, 0)),
+                FunctionAttribute.NUM_REGS: 32, FunctionAttribute.MAX_THREADS_PER_BLOCK: 1024}.get(attribute, 0)),
             "cuFuncSetAttribute": lambda *arguments: 0,
             "cuPointerGetAttribute": self._pointer_attribute,
             "cuLaunchKernel": self._launch,
