@@ -35,8 +35,21 @@ def _why_no_gpu() -> str | None:
     return None
 
 
+def _why_not_two_gpus() -> str | None:
+    """None when kernels can run on two GPUs or more here, else why not."""
+    why = _why_no_gpu()
+    if why is not None:
+        return f"no usable NVIDIA GPU ({why})"
+    from tritone.backends.cuda.bindings import driver_api
+
+    count = driver_api.driver().device_count()
+    return None if count >= 2 else f"needs 2 GPUs or more, the CUDA driver sees {count}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skipped where none is usable)")
+    config.addinivalue_line("markers", "multi_gpu: needs two NVIDIA GPUs or more in one process (skipped with "
+                                       "fewer, saying how many)")
     root = tempfile.mkdtemp(prefix="tritone-tests-")
     _private_root.append(root)
     for variable, folder in CACHE_VARIABLES.items():
@@ -55,6 +68,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("multi_gpu") for item in items):
+        why_not = _why_not_two_gpus()
+        if why_not is not None:
+            skip = pytest.mark.skip(reason=why_not)
+            for item in items:
+                if item.get_closest_marker("multi_gpu"):
+                    item.add_marker(skip)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     why = _why_no_gpu()

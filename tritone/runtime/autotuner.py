@@ -11,11 +11,13 @@ that has one), picks one of its `Config`s:
 - on the interpreter, without a `do_bench`, it takes the first config that
   compiles, without timing anything (interpreted timings say nothing about a GPU).
 
-Results are kept in memory per key and, with `cache_results=True` or
-`TRITON_CACHE_AUTOTUNING=1`, on disk beside the compiled kernels, so another
-process starts with the same choice without benchmarking. While a sweep of
-several configs runs with stderr on a terminal, one line there shows which
-config is being timed and the best so far.
+Results are kept in memory per launch site (the GPU, with its architecture)
+and key and, with `cache_results=True` or `TRITON_CACHE_AUTOTUNING=1`, on disk
+beside the compiled kernels per architecture and key, so another process starts
+with the same choice without benchmarking. A launch's arguments are kept per
+thread: threads driving different GPUs may launch one kernel at once. While a
+sweep of several configs runs with stderr on a terminal, one line there shows
+which config is being timed and the best so far.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import json
 import math
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from .. import knobs
+from ..backends.sites import launch_site
 from ..errors import CompilationError, OutOfResources, PTXASError, TritonError
 from .driver import driver
 from .jit import JITFunction, KernelInterface, base_function, deepcopy_by_state, reduce_by_name
@@ -55,6 +59,15 @@ _told_configs_untimed = False
 
 # Sweeps of at least this many configs show the progress line.
 PROGRESS_MIN_CONFIGS = 4
+
+
+class _LaunchState(threading.local):
+    """What one launch of an autotuned kernel works with, kept per thread: two
+    threads (driving two GPUs, say) may launch the same kernel at once."""
+
+    def __init__(self):
+        self.nargs: dict[str, Any] | None = None
+        self.restore_copies: dict[str, Any] = {}
 
 
 class AutotunerError(TritonError):
@@ -247,13 +260,13 @@ class Autotuner(KernelInterface):
         self.arg_names = list(arg_names)
         self.configs = list(configs) if configs else [Config({}, num_warps=4, num_stages=3, num_ctas=1)]
         self.keys = list(key)
-        self.cache: dict[tuple, Config] = {}
+        self._site_caches: dict[tuple, dict[tuple, Config]] = {}
         self.cache_results = cache_results
         self.best_config: Config | None = None
         self.bench_time = 0.0
         self.configs_timings: dict[Config, Any] = {}
         self.config_failures: dict[Config, str] = {}
-        self.nargs: dict[str, Any] | None = None
+        self._launch = _LaunchState()
 
         name = self.base_fn.__name__
         for missing in [k for k in self.keys if k not in self.arg_names]:
@@ -266,7 +279,6 @@ class Autotuner(KernelInterface):
             if unknown:
                 raise ValueError(f"autotune {what} of kernel {name} names {unknown}, which are not among its "
                                  f"parameters ({', '.join(self.arg_names)})")
-        self.restore_copies: dict[str, Any] = {}
 
         self.user_defined_pre_hook = pre_hook is not None
         self.user_defined_post_hook = post_hook is not None
@@ -296,6 +308,44 @@ class Autotuner(KernelInterface):
             warnings.warn("autotune's warmup, rep and use_cuda_graph are deprecated (as in Triton); pass "
                           "do_bench=lambda kernel_call, quantiles: ... instead", DeprecationWarning, stacklevel=3)
             self._do_bench = self._legacy_benchmarker(warmup, rep, use_cuda_graph)
+
+    @property
+    def nargs(self) -> dict[str, Any] | None:
+        """The positional arguments of the launch in progress on this thread, by
+        parameter name (None between launches), as hooks and pruning read them."""
+        return self._launch.nargs
+
+    @nargs.setter
+    def nargs(self, value: dict[str, Any] | None) -> None:
+        self._launch.nargs = value
+
+    @property
+    def restore_copies(self) -> dict[str, Any]:
+        """The copies `restore_value` saved for the launch in progress on this thread."""
+        return self._launch.restore_copies
+
+    @restore_copies.setter
+    def restore_copies(self, value: dict[str, Any]) -> None:
+        self._launch.restore_copies = value
+
+    @property
+    def cache(self) -> dict[tuple, Config]:
+        """The choices made for the current launch site (`backends.sites.launch_site()`:
+        the GPU and its architecture, or the interpreter): tuning key -> Config.
+        Triton keeps one such mapping per autotuner, keyed as this one is; tritone
+        keeps one per launch site, so that a choice timed on one GPU is never used
+        on another (an sm_90 choice may not even fit an sm_80 device)."""
+        site = launch_site()
+        choices = self._site_caches.get(site)
+        if choices is None:
+            choices = self._site_caches.setdefault(site, {})
+        return choices
+
+    @cache.setter
+    def cache(self, choices: dict[tuple, Config]) -> None:
+        """Replace the choices of every launch site by `choices`, for the current
+        one (`kernel.cache = {}` forgets them all)."""
+        self._site_caches = {launch_site(): choices}
 
     @staticmethod
     def _legacy_benchmarker(warmup: int | None, rep: int | None, use_cuda_graph: bool) -> Callable:
@@ -604,14 +654,17 @@ class Autotuner(KernelInterface):
 
     def __getstate__(self) -> dict[str, Any]:
         # The arguments of a launch in progress and the copies saved for
-        # `restore_value` belong to that launch. `base_fn` is found again
-        # under `fn` (as a plain function, the module names the kernel, not it).
-        state = {**self.__dict__, "nargs": None, "restore_copies": {}}
+        # `restore_value` belong to that launch (`_launch`). `base_fn` is found
+        # again under `fn` (as a plain function, the module names the kernel, not it).
+        state = dict(self.__dict__)
+        state.pop("_launch", None)
         state.pop("base_fn", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update((name, value) for name, value in state.items()
+                             if name not in ("nargs", "restore_copies"))
+        self._launch = _LaunchState()
         self.base_fn = base_function(self.fn)
 
     def __deepcopy__(self, memo: dict) -> Autotuner:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,9 @@ def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
         f"{', '.join(fn.arg_names)}; launch options are {', '.join(sorted(KernelOptions.FIELD_NAMES))}, stream)")
 
 
+# Held while a kernel's hot entry and its dispatcher are set (see `launch`).
+_hot_lock = threading.Lock()
+
 # What a kernel's options are made from: the launch keywords, the kernel's debug
 # flag and the knobs that give defaults. Kernels are cached under this tuple
 # (hashed in C, unlike KernelOptions) and options are built from it once.
@@ -221,11 +225,14 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
             entry = (sites._gpu, site[1], plan.launch, kernel)
             caches = fn.device_caches
             caches.ready[arguments_key] = entry
-            if not caches.hot and fn._dispatch is not None:
+            caches.elsewhere[(site[1], *arguments_key)] = entry
+            if (not caches.hot or caches.hot[0] is None) and fn._dispatch is not None:
                 inline = _inline_launch(fn, arguments_key, entry)
                 if inline is not None:
-                    caches.hot.append(entry)
-                    fn._dispatch = make_dispatcher(fn, inline)
+                    with _hot_lock:  # one hot entry, and the dispatcher of that one, when threads race here
+                        if not caches.hot or caches.hot[0] is None:
+                            caches.hot[:] = [entry]
+                            fn._dispatch = make_dispatcher(fn, inline)
         return kernel
     metadata = kernel.launch_metadata((grid_x, grid_y, grid_z), stream, *values)
     kernel.run(grid_x, grid_y, grid_z, stream, kernel.function, kernel.packed_metadata, metadata,
@@ -311,8 +318,9 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     """`fn`'s `kernel[grid](...)` as one generated function `(grid, *args, **kwargs)`
     with the kernel's own parameters. While nothing a launch reads is set (launch
     options, knob variables or assignments, launch hooks) it computes the argument
-    key (`specialize.key_statements`) and, when `fn.device_caches.ready` holds a
-    launcher for it on the current GPU, runs that kernel's plan directly; with
+    key (`specialize.key_statements`) and, when `fn.device_caches.ready` (or
+    `elsewhere`, for another GPU than the last launch's) holds a launcher for it
+    on the current GPU, runs that kernel's plan directly; with
     `inline`, arguments of that entry's key over a 1-D grid are written into its
     plan's storage and launched right here (while the entry is `hot`). Everything
     else goes through `launch`. Returns what `launch` returns: the CompiledKernel."""
@@ -321,7 +329,8 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
     namespace = key_namespace(fn, prefix)
     environ = os.environ
     namespace.update({
-        f"{p}fn": fn, f"{p}ready": fn.device_caches.ready, f"{p}hot": fn.device_caches.hot, f"{p}launch": launch,
+        f"{p}fn": fn, f"{p}ready": fn.device_caches.ready, f"{p}elsewhere": fn.device_caches.elsewhere,
+        f"{p}hot": fn.device_caches.hot, f"{p}launch": launch,
         f"{p}module": sites, f"{p}os": os, f"{p}environ": environ,
         f"{p}knob_keys": _launch_knobs.environ_keys, f"{p}assigned": _launch_knobs.assigned,
         f"{p}runtime": knobs.runtime, f"{p}grid_dims": _grid_dims, f"{p}names": tuple(fn.arg_names),
@@ -369,7 +378,10 @@ def make_dispatcher(fn: JITFunction, inline: _Inline | None = None) -> Callable[
         f"        {general}",
         f"    {p}gpu = {p}module._gpu",
         f"    if {p}gpu is not {p}entry[0] or {p}gpu.current_device() != {p}entry[1]:",
-        f"        {general}",
+        # Another GPU than the one launched last (of the same GPU decision): its own entry, if it has one.
+        f"        {p}entry = {p}elsewhere.get(({p}gpu.current_device(), {keys})) if {p}gpu is {p}entry[0] else None",
+        f"        if {p}entry is None or {p}entry[0] is not {p}gpu:",
+        f"            {general}",
         f"    if {p}type({p}grid) is {p}tuple and {p}len({p}grid) == 1 and {p}type({p}grid[0]) is {p}int:",
         f"        {p}entry[2]({p}grid[0], 1, 1, None, {arguments})",
         "    else:",

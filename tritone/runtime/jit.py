@@ -332,6 +332,9 @@ class DeviceEntry(NamedTuple):
     binder: Callable | None
 
 
+_new_site_lock = threading.Lock()
+
+
 class DeviceCaches(dict):
     """`JITFunction.device_caches`: launch site `(target, device)` -> {key:
     CompiledKernel} (a `SiteKernels`). `for_site` remembers the site it answered
@@ -340,15 +343,19 @@ class DeviceCaches(dict):
 
     `ready` is what `kernel[grid](...)` launches from without the general path:
     argument key -> (the GPU decision, device, plan launch function, kernel),
-    filled by `runtime.dispatch`; `hot` holds the one entry the dispatcher launches
-    inline. Both are emptied by any change here or to a site's kernels."""
+    filled by `runtime.dispatch`, the entry of the device launched last;
+    `elsewhere` holds every device's, by (device, *argument key), for launches
+    alternating between GPUs; `hot` holds the one entry the dispatcher launches
+    inline (None once forgotten). All are forgotten on any change here or to a
+    site's kernels."""
 
-    __slots__ = ("_last", "ready", "hot", "_binder")
+    __slots__ = ("_last", "ready", "elsewhere", "hot", "_binder")
 
     def __init__(self, *args, binder: Callable[[], Callable] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._last: tuple[Any, SiteKernels | None] = (None, None)
         self.ready: dict = {}
+        self.elsewhere: dict = {}
         self.hot: list = []
         self._binder = binder
 
@@ -368,9 +375,13 @@ class DeviceCaches(dict):
         return DeviceEntry(kernels, kernels.by_arguments, site[0], make_backend(site[0]), binder)
 
     def clear_launchers(self) -> None:
-        """Forget `ready` and `hot` (the kernels they name may be gone)."""
+        """Forget `ready`, `elsewhere` and `hot` (the kernels they name may be gone)."""
         self.ready.clear()
-        self.hot.clear()
+        self.elsewhere.clear()
+        if self.hot:
+            # Overwritten, never emptied: a dispatcher running in another thread
+            # may be between its `hot` and `hot[0]` checks.
+            self.hot[0] = None
 
     def for_site(self, site: Any) -> SiteKernels:
         """The kernels of `site` (an empty mapping, added, when there are none yet)."""
@@ -379,9 +390,14 @@ class DeviceCaches(dict):
             return kernels
         kernels = self.get(site)
         if type(kernels) is not SiteKernels or kernels.owner is not self:
-            # None yet, or a mapping someone stored: keep its kernels.
-            kernels = SiteKernels(kernels or {}, owner=self)
-            super().__setitem__(site, kernels)
+            # Two threads meeting a new site (two GPUs launching at once) must
+            # end with the same SiteKernels, or one's kernels would be lost.
+            with _new_site_lock:
+                kernels = self.get(site)
+                if type(kernels) is not SiteKernels or kernels.owner is not self:
+                    # None yet, or a mapping someone stored: keep its kernels.
+                    kernels = SiteKernels(kernels or {}, owner=self)
+                    super().__setitem__(site, kernels)
         self._last = (site, kernels)
         return kernels
 

@@ -18,7 +18,14 @@ import tritone
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import launch_plan as launcher_module
-from tritone.backends.cuda.bindings.driver_api import CudaDriver, CudaError, DeviceAttribute, FunctionAttribute
+from tritone.backends.cuda.bindings.driver_api import (
+    CudaDriver,
+    CudaError,
+    DeviceAttribute,
+    FunctionAttribute,
+    MemoryType,
+    PointerAttribute,
+)
 from tritone.backends.cuda.launch_plan import LaunchPlan, LaunchSpec, Parameter, check_grid, plan_for
 from tritone.compiler.compiler import ASTSource, make_ir
 from tritone.errors import OutOfResources, TritonError
@@ -88,7 +95,9 @@ class FakeGPU:
     def pointer_attribute(self, out, attribute, pointer) -> int:
         if pointer not in self.device_memory:
             return 1
-        return self.store(out, pointer)
+        answers = {PointerAttribute.DEVICE_POINTER: pointer, PointerAttribute.MEMORY_TYPE: MemoryType.DEVICE,
+                   PointerAttribute.IS_MANAGED: 0, PointerAttribute.DEVICE_ORDINAL: self.device_memory[pointer]}
+        return self.store(out, answers[attribute])
 
     def launch(self, *arguments) -> int:
         # The launcher passes ctypes values (c_void_p, c_uint32) and Python ints.
@@ -289,8 +298,12 @@ def test_pointer_sources(gpu):
     for value, address in sources:
         plan.launch(1, 1, 1, 0, value)
         assert decode(gpu.launches[-1]["bytes"], [("x_ptr", "*fp32")]) == [address]
-    with pytest.raises(ValueError, match=r"x_ptr \(at 0\) is on cuda:1, but the kernel launches on cuda:0"):
+    with pytest.raises(ValueError, match=r"^kernel kernel: Pointer argument x_ptr \(at 0\) is on cuda:1, but the "
+                                         r"kernel launches on cuda:0"):
         plan.launch(1, 1, 1, 0, ForeignTensor(0x7F10_0000_0000, torch.device("cuda", 1)))
+    # Memory that only the driver can place: asked once, and refused when it is another GPU's.
+    with pytest.raises(ValueError, match=r"^kernel kernel: Pointer argument x_ptr \(at 0\) is on cuda:1"):
+        plan.launch(1, 1, 1, 0, CudaArray(0x7F10_0000_0000))
     with pytest.raises(ValueError, match=r"x_ptr \(at 0\) cannot be accessed from Triton \(cpu tensor\?\)$"):
         plan.launch(1, 1, 1, 0, CudaArray(0x5555_0000))
     with pytest.raises(TypeError, match=r"x_ptr \(at 0\) must be a tensor.*got str"):

@@ -42,6 +42,7 @@ from .bindings.driver_api import (
     DeviceAttribute,
     FunctionAttribute,
     LaunchConfig,
+    MemoryType,
     PointerAttribute,
     launch_attributes,
     launch_config,
@@ -304,10 +305,14 @@ def _device_of(value: Any) -> tuple[str, int | None] | None:
     return None
 
 
-def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDriver | None) -> int:
-    """The device address to pass for pointer parameter `param`, after checking
-    that the GPU `device` can use it. Raises ValueError or TypeError naming the
-    parameter."""
+def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDriver | None,
+                    kernel: str | None = None) -> int:
+    """The device address to pass for pointer parameter `param` (of kernel
+    `kernel`, named in the messages when given), after checking that the GPU
+    `device` can use it: an array that says where it lives (torch, CuPy) must
+    live there; one that does not (`__cuda_array_interface__` alone, say) must
+    not be another GPU's device memory, as the driver tells. Raises ValueError
+    or TypeError naming the parameter."""
     where = f"Pointer argument {param.label} (at {param.num})"
     if value is None:
         return 0
@@ -337,15 +342,30 @@ def pointer_address(value: Any, param: Parameter, device: int, driver: CudaDrive
         if kind != "cuda":
             raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?): it is a {kind} tensor")
         if ordinal is not None and ordinal != device:
-            raise ValueError(f"{where} is on cuda:{ordinal}, but the kernel launches on cuda:{device}; move it "
-                             f"with .to('cuda:{device}') or launch under torch.cuda.device({ordinal})")
+            raise _other_device(where, kernel, ordinal, device)
     elif address and driver is not None:
-        # Nothing says where the memory is: ask the driver, as Triton's launcher does.
+        # Nothing says where the memory is: ask the driver, as Triton's launcher
+        # does. The device ordinal answers that it is the driver's memory, and
+        # whose: one query, as Triton's DEVICE_POINTER query is.
         try:
-            driver.pointer_attribute(PointerAttribute.DEVICE_POINTER, address)
+            ordinal = driver.pointer_attribute(PointerAttribute.DEVICE_ORDINAL, address)
+            # Pinned host memory and managed memory name the device they were
+            # allocated against, yet other GPUs may read them.
+            if (ordinal != device
+                    and driver.pointer_attribute(PointerAttribute.MEMORY_TYPE, address) == MemoryType.DEVICE
+                    and not driver.pointer_attribute(PointerAttribute.IS_MANAGED, address)):
+                raise _other_device(where, kernel, ordinal, device)
         except CudaError:
             raise ValueError(f"{where} cannot be accessed from Triton (cpu tensor?)") from None
     return address
+
+
+def _other_device(where: str, kernel: str | None, ordinal: int, device: int) -> ValueError:
+    """The error for a pointer argument in the memory of GPU `ordinal` given to a
+    launch on GPU `device`: without peer access the kernel would fault there."""
+    owner = f"kernel {kernel}: " if kernel else ""
+    return ValueError(f"{owner}{where} is on cuda:{ordinal}, but the kernel launches on cuda:{device}; move it "
+                      f"with .to('cuda:{device}') or launch under torch.cuda.device({ordinal})")
 
 
 def _pinned_address(value: Any, address: int, where: str, driver: CudaDriver | None) -> int:
@@ -614,7 +634,7 @@ class LaunchPlan:
         self._launch_failed(code, grid_x, 1, 1, "cuLaunchKernelEx")
 
     def _pointer(self, value: Any, slot: int) -> int:
-        return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver)
+        return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver, self.spec.name)
 
     def _argument_error(self, error: Exception, values: Sequence[Any], stream: Any) -> None:
         """Raise an error naming the first argument (or the stream) that cannot be
@@ -624,7 +644,7 @@ class LaunchPlan:
             value = element_at(spec.name, param.name, param.path, values[param.num])
             if param.is_pointer:
                 try:
-                    pointer_address(value, param, self.device, self.driver)
+                    pointer_address(value, param, self.device, self.driver, spec.name)
                 except (TypeError, ValueError) as named:
                     raise named.with_traceback(None) from None
                 continue

@@ -107,6 +107,7 @@ class PointerAttribute(enum.IntEnum):
     CONTEXT = 1
     MEMORY_TYPE = 2
     DEVICE_POINTER = 3
+    IS_MANAGED = 8
     DEVICE_ORDINAL = 9
 
 
