@@ -72,9 +72,11 @@ def make_dot(op: Operation) -> Callable:
     precision = op.attrs.get("input_precision", "tf32")
     if a_ty.is_int():
         def int_dot(a, b, acc):
-            # int8 products summed exactly, then wrapped into the i32 accumulator.
+            # int8 products summed exactly, then saturated into the i32 accumulator
+            # (the tensor cores' `.satfinite`, as Triton's GPU computes it).
             product = np.matmul(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
-            return (product + acc).astype(V.value_dtype(acc_ty))
+            info = np.iinfo(np.int32)
+            return np.clip(product + np.asarray(acc, dtype=np.int64), info.min, info.max).astype(V.value_dtype(acc_ty))
         return int_dot
     truncate_tf32 = type_text(a_ty) == "fp32" and precision == "tf32"
 

@@ -258,14 +258,15 @@ def test_every_dot_flavour_compiles_for_every_target(cuda_compile):
         mma = _ptx_count(ptx, r"mma\.sync")
         if arch >= 80:
             for shape in (r"m16n8k16\.row\.col\.f32\.f16", r"m16n8k16\.row\.col\.f16\.f16", r"m16n8k16.*bf16",
-                          r"m16n8k8\.row\.col\.f32\.tf32", r"m16n8k32\.row\.col\.s32\.s8"):
+                          r"m16n8k8\.row\.col\.f32\.tf32", r"m16n8k32\.row\.col\.satfinite\.s32\.s8"):
                 assert _ptx_count(ptx, shape), f"sm_{arch}: no {shape}"
             # native fp8 mma.sync from 8.9 on; on Hopper these 32-row blocks are fp16, as Triton's below wgmma
             native_fp8 = arch >= 89 and arch // 10 != 9
             assert bool(_ptx_count(ptx, r"\.e4m3\.e4m3")) == native_fp8, f"sm_{arch}: fp8 mma"
             assert _ptx_count(ptx, r"ldmatrix.*\.trans"), f"sm_{arch}: transposed operands without ldmatrix.trans"
         elif arch == 75:
-            assert _ptx_count(ptx, r"m16n8k8\.row\.col\.f32\.f16") and _ptx_count(ptx, r"m8n8k16\.row\.col\.s32\.s8")
+            assert _ptx_count(ptx, r"m16n8k8\.row\.col\.f32\.f16")
+            assert _ptx_count(ptx, r"m8n8k16\.row\.col\.satfinite\.s32\.s8")
             assert not _ptx_count(ptx, "bf16.bf16"), "Turing has no bf16 mma: FMA"
         else:
             assert mma == 0 and _ptx_count(ptx, r"fma\.rn\.f32"), "Pascal: FMA"

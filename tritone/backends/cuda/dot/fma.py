@@ -5,7 +5,7 @@ both operands are plain row-major shared tiles. For each k, every thread
 reads the a elements of its rows and the b elements of its columns and
 updates its accumulators, in k order. Products of fp16/bf16/fp8 values are
 exact in fp32; fp32 is multiplied at full precision (tf32 and tf32x3 ask for
-no less); int8 products accumulate in wrapping int32; an fp16 accumulator is
+no less); int8 products accumulate in saturating int32; an fp16 accumulator is
 rounded after each step.
 """
 
@@ -90,7 +90,9 @@ class FmaDot(DotImplementation):
 
 def _multiply_add(acc_ty, a: str, b: str, acc: str) -> str:
     if acc_ty.is_int():
-        return f"(int)((unsigned){acc} + (unsigned)({a} * {b}))"
+        # int32 sums saturate, as the tensor cores' `.satfinite` (and the interpreter)
+        return (f"(int)max(min((long long){acc} + (long long)({a} * {b}), 2147483647LL), "
+                f"-2147483648LL)")
     if type_text(acc_ty) == "fp64":
         return f"fma({a}, {b}, {acc})"
     if is_narrow_float(acc_ty):

@@ -36,7 +36,8 @@ def f16_m16n8k8(acc: str) -> Issue:
 def s8_m8n8k16(em, c, a, b) -> None:
     """An m16n8k32 int8 fragment tile as four m8n8k16: accumulator rows g (c0, c1)
     from a registers 0 and 2, rows g + 8 (c2, c3) from 1 and 3."""
-    fn = mma_helper(em, "tt_mma_m8n8k16_s32_s8", "mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32", "s32", 2, 1, 1)
+    fn = mma_helper(em, "tt_mma_m8n8k16_s32_s8", "mma.sync.aligned.m8n8k16.row.col.satfinite.s32.s8.s8.s32", "s32",
+                    2, 1, 1)
     for c_pair, a_regs in ((c[:2], (a[0], a[2])), (c[2:], (a[1], a[3]))):
         for a_reg, b_reg in zip(a_regs, b):
             em.line(f"{fn}({', '.join(c_pair + [a_reg, b_reg])});")

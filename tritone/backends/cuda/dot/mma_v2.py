@@ -1,7 +1,7 @@
 """`tl.dot` on compute capability 8.0 and later with `mma.sync` (PTX_FACTS 1):
 m16n8k16 for fp16 (fp32 or fp16 accumulator) and bf16, m16n8k8 for tf32
 (three of them for tf32x3: the operands split into a tf32 part and the rest),
-m16n8k32 for int8 (wrapping int32 accumulation, as the interpreter) and, on
+m16n8k32 for int8 (int32 sums that saturate, `.satfinite`, as Triton's) and, on
 8.9 and later, for fp8 into fp32. fp8 dots elsewhere (older targets, an fp16
 accumulator, and on Hopper blocks of fewer than 64 rows, which Triton gives
 mma.sync in fp16 there, keeping native fp8 for wgmma's 64-row tiles) convert
@@ -99,7 +99,7 @@ class MmaV2(MmaDot):
                                          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "f32"))
         if type_text(ta) == "i8" and type_text(tc) == "i32":
             return Instruction(4, single("tt_mma_m16n8k32_s32_s8",
-                                         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "s32"))
+                                         "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32", "s32"))
         if type_text(ta) == "fp32" and type_text(tc) == "fp32":
             precision = op.attrs.get("input_precision", "tf32")
             ptx = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"

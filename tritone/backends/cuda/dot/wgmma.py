@@ -45,7 +45,7 @@ from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
 
 _INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
 # accumulator type by input: PTX type and inline asm constraint
-_ACCUMULATORS = {"i8": ("s32", "r")}
+_ACCUMULATORS = {"i8": ("satfinite.s32", "r")}  # int32 sums saturate, as mma.sync's .satfinite
 _FLOAT_ACCUMULATOR = ("f32", "f")
 # descriptor swizzle codes by swizzle span in bytes (not CUtensorMapSwizzle's)
 _SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}
@@ -285,7 +285,7 @@ class _Lowering:
             inputs = [f'"l"({a})']
         b_index = nd + len(inputs)
         inputs += [f'"l"({desc_b})', f'"r"({int(accumulate)})']
-        if ptx_types.startswith("s32"):
+        if ptx_types.startswith("satfinite.s32"):
             flags = ""  # integer dots have no negation or transposition
         elif k != 16:
             flags = "1, 1"
