@@ -13,9 +13,7 @@ and NVRTC. Where no GPU is usable, kernels run on the CPU with numpy.
 __version__ = "3.6.0"
 __tritone_version__ = "0.1.0"
 
-# `triton._C.libtriton.ir` is reached as an attribute (TorchInductor writes it so), not imported.
 from . import (
-    _C,  # noqa: F401
     backends,
     knobs,
     language,
@@ -78,3 +76,13 @@ __all__ = [
     "testing",
     "tools",
 ]
+
+
+def __getattr__(name: str):
+    # `triton._C.libtriton.ir` is reached as an attribute (TorchInductor writes it
+    # so), not imported; it is loaded on that first use, not by `import tritone`.
+    if name == "_C":
+        import importlib
+
+        return importlib.import_module("._C", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
