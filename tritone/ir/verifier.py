@@ -321,7 +321,8 @@ def _check_histogram(op: Operation) -> None:
 
 def _check_cast(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
-    if _shape(x) != _shape(r) or _layout(x) != _layout(r):
+    if _shape(x) != _shape(r) or not (_layout(x) == _layout(r) or (x.is_block() and same_placement(
+            _layout(x), _layout(r), tuple(x.shape)))):
         _fail(f"casts keep the shape and the layout, got {_t(x)} -> {_t(r)}")
     if op.name == "bitcast" and x.scalar.primitive_bitwidth != r.scalar.primitive_bitwidth:
         _fail(f"bitcast needs equal bit widths, got {_t(x)} -> {_t(r)}")
