@@ -26,7 +26,6 @@ import numpy as np
 from ..errors import TritonError
 from .core import Function, Module, Operation, Region, Value
 from .inline_asm import check_constraints
-from .layouts import same_placement
 from .ops import (
     BINARY_OPS,
     FLOAT_MATH_OPS,
@@ -76,11 +75,23 @@ def _slice_layout(dim: int, parent: Any) -> Any:
     operands and reduce results (None when `parent` is None: no layouts yet)."""
     if parent is None:
         return None
-    # Layouts exist only once the CUDA backend has run, so it is imported by then;
-    # importing it here keeps tritone.ir free of the backend at import time.
+    # Layouts exist only once the GPU layout pass has run; importing them here
+    # keeps `import tritone` from loading them.
     from tritone.ir.layouts import SliceLayout
 
     return SliceLayout(dim, parent)
+
+
+def _same_layout(a: Any, b: Any, shape: tuple[int, ...]) -> bool:
+    """Equal layouts (None for no layout), or layouts placing every element of a
+    `shape` block alike (a reshape's linear encoding of a blocked layout, say)."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    from tritone.ir.layouts import same_placement  # see _slice_layout
+
+    return same_placement(a, b, shape)
 
 
 def _types(values: list[Value]) -> list[dtype]:
@@ -102,7 +113,7 @@ def _same_type(a: dtype, b: dtype) -> bool:
     if a == b:
         return True
     return (a.is_block() and b.is_block() and _plain(a) == _plain(b)
-            and same_placement(_layout(a), _layout(b), tuple(a.shape)))
+            and _same_layout(_layout(a), _layout(b), tuple(a.shape)))
 
 
 def _expect_type(what: str, actual: dtype, expected: dtype) -> None:
@@ -117,15 +128,14 @@ def _expect_shaped(what: str, actual: dtype, expected: dtype) -> None:
 
 
 def _expect_layout(what: str, actual: dtype, expected: Any) -> None:
-    if _layout(actual) != expected and not (actual.is_block() and same_placement(_layout(actual), expected,
-                                                                                    tuple(actual.shape))):
+    if not _same_layout(_layout(actual), expected, _shape(actual)):
         _fail(f"{what} has type {_t(actual)}, expected the layout {expected}")
 
 
 def _expect_one_layout(what: str, types: list[dtype]) -> None:
     """The blocks among `types` share one layout (or layouts placing every element alike)."""
     blocks = [t for t in types if t.is_block()]
-    if any(not same_placement(_layout(t), _layout(blocks[0]), tuple(t.shape)) for t in blocks[1:]):
+    if any(not _same_layout(_layout(t), _layout(blocks[0]), tuple(t.shape)) for t in blocks[1:]):
         _fail(f"{what} {_fmt(types)} must share one layout")
 
 
@@ -321,8 +331,7 @@ def _check_histogram(op: Operation) -> None:
 
 def _check_cast(op: Operation) -> None:
     x, r = op.operands[0].type, op.results[0].type
-    if _shape(x) != _shape(r) or not (_layout(x) == _layout(r) or (x.is_block() and same_placement(
-            _layout(x), _layout(r), tuple(x.shape)))):
+    if _shape(x) != _shape(r) or not _same_layout(_layout(x), _layout(r), _shape(x)):
         _fail(f"casts keep the shape and the layout, got {_t(x)} -> {_t(r)}")
     if op.name == "bitcast" and x.scalar.primitive_bitwidth != r.scalar.primitive_bitwidth:
         _fail(f"bitcast needs equal bit widths, got {_t(x)} -> {_t(r)}")

@@ -240,7 +240,7 @@ def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap
             return False
     if any(users.get(loop.results[i]) for i in ahead):
         return False
-    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed)
+    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users)
     return True
 
 
@@ -291,7 +291,7 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
 
 
 def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], slice_ops: list[Operation],
-             ahead: set[int], needed: set[int]) -> None:
+             ahead: set[int], needed: set[int], users: dict[Value, list[Operation]]) -> None:
     body = loop.regions[0]
     parent = loop.parent
     lb, ub, step = loop.operands[:3]
@@ -299,7 +299,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     prefetch = stages - 1
     # wgmma dots left in flight read their stage during the next trip too: one
     # more stage, and each trip's copies go to the stage the trip before read
-    in_flight = _in_flight_dots(body, _users(fn.body), chains)
+    in_flight = _in_flight_dots(body, users, chains)
     slots = prefetch + (1 if in_flight else 0)
     b = _Builder(parent, loop, loop.loc)
     buffers = []

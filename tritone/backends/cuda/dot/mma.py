@@ -154,8 +154,8 @@ class _Lowering:
         em.copy(name, em.name(acc), acc)
         kw = self.instr.k_width
         k_step = 8 * kw
-        a_src = _OperandSource(em, a, 0, self.linear, kw)
-        b_src = _OperandSource(em, b, 1, self.linear, kw)
+        a_src = OperandSource(em, a, 0, self.linear, kw)
+        b_src = OperandSource(em, b, 1, self.linear, kw)
         for src in (a_src, b_src):
             src.note_reads()
         tiles = []
@@ -203,7 +203,7 @@ class _Lowering:
         return max(k_step, limit - limit % k_step)
 
 
-class _OperandSource:
+class OperandSource:
     """Fragment registers of one dot operand, from registers or a shared tile."""
 
     def __init__(self, em, value, index: int, result_linear: LinearLayout, kw: int):

@@ -40,7 +40,7 @@ from tritone.ir.types import type_text
 from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
 from ..codegen_base import CodegenError, emits
 from . import DotImplementation, register
-from .mma import _OperandSource
+from .mma import OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
 
 _INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
@@ -185,7 +185,7 @@ class _Lowering:
         a, b, acc = op.operands
         acc_type, self.constraint = _ACCUMULATORS.get(type_text(a.type.scalar), _FLOAT_ACCUMULATOR)
         ptx_types = f"{acc_type}.{_INPUTS[type_text(a.type.scalar)]}.{_INPUTS[type_text(b.type.scalar)]}"
-        a_registers = None if is_shared_tile(a) else _OperandSource(em, a, 0, self.linear, 2)
+        a_registers = None if is_shared_tile(a) else OperandSource(em, a, 0, self.linear, 2)
         ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
         zero = acc.defining_op is not None and acc.defining_op.name == "constant" and \
