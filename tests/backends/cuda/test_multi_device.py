@@ -691,3 +691,57 @@ def test_an_autotuned_kernel_is_tuned_per_device(real_gpus):
             tuned[lambda meta: (triton.cdiv(3000, meta["BLOCK"]),)](x, y, out, 3000, 2.0)
             torch.testing.assert_close(out, reference(x, y, 2.0))
     assert tuned_on == [0, 0, 1, 1]
+
+
+SPLIT_MODEL_SCRIPT = r"""
+import sys
+import torch
+import triton
+
+assert triton.__name__ == "tritone", triton.__file__
+launches = []
+triton.knobs.compilation.listener = lambda *args, **kwargs: launches.append(torch.cuda.current_device())
+torch._inductor.config.compile_threads = 1  # compile in this process, where the listener sees it
+
+
+class Split(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512)).to("cuda:0")
+        self.second = torch.nn.Sequential(torch.nn.Linear(512, 128), torch.nn.SiLU(), torch.nn.Softmax(dim=-1)).to("cuda:1")
+
+    def forward(self, x):
+        return self.second(self.first(x).to("cuda:1"))
+
+
+torch.manual_seed(0)
+model = Split()
+x = torch.randn(64, 256, device="cuda:0")
+eager = model(x)
+compiled = torch.compile(model)
+out = compiled(x)
+torch.cuda.synchronize(0)
+torch.cuda.synchronize(1)
+assert out.device == torch.device("cuda", 1), out.device
+torch.testing.assert_close(out, eager, rtol=1e-4, atol=1e-5)
+print("compilations:", len(launches), "current devices:", sorted(set(launches)))
+assert len(launches) >= 2, launches  # at least one kernel for each half
+upstream = [name for name, module in sys.modules.items()
+            if name == "triton" and getattr(module, "__name__", "") != "tritone"]
+assert not upstream, upstream
+print("SPLIT MODEL OK")
+"""
+
+
+@pytest.mark.multi_gpu
+def test_torch_compile_of_a_model_split_over_two_gpus(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench.inductor import worker_env
+
+    env = worker_env("tritone", tmp_path, "cuda")
+    done = subprocess.run([sys.executable, "-c", SPLIT_MODEL_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0 and "SPLIT MODEL OK" in done.stdout, done.stdout[-3000:] + done.stderr[-5000:]
