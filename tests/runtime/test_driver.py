@@ -5,7 +5,9 @@ real GPU (`gpu` marker)."""
 from __future__ import annotations
 
 import importlib
+import sys
 import time
+import types
 
 import pytest
 
@@ -139,6 +141,37 @@ def test_gpu_probe_failure_means_no_gpu(monkeypatch):
 
     monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
     monkeypatch.setattr(driver_api, "driver", missing)
+    assert cuda_driver.NvidiaDriver.is_active() is False
+
+
+def _failing_init(name: str, code: int):
+    def driver():
+        raise driver_api.CudaError("cuInit", code, name, "simulated")
+    return driver
+
+
+def test_a_process_forked_after_cuda_init_still_has_an_active_gpu(monkeypatch):
+    # Inductor's compile workers fork after their parent initialised CUDA: cuInit answers
+    # CUDA_ERROR_NOT_INITIALIZED there, and torch's set_driver_to_gpu needs is_active().
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
+    monkeypatch.setattr(driver_api, "driver", _failing_init("CUDA_ERROR_NOT_INITIALIZED", 3))
+    assert cuda_driver.NvidiaDriver.is_active() is True
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
+    monkeypatch.setattr(driver_api, "driver", _failing_init("CUDA_ERROR_NO_DEVICE", 100))
+    assert cuda_driver.NvidiaDriver.is_active() is False
+
+
+def test_a_failed_cuinit_defers_to_torch_when_torch_is_imported(monkeypatch):
+    seen = {"available": True}
+    fake_torch = types.SimpleNamespace(version=types.SimpleNamespace(hip=None),
+                                       cuda=types.SimpleNamespace(is_available=lambda: seen["available"]))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setattr(driver_api, "driver", _failing_init("CUDA_ERROR_UNKNOWN", 999))
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
+    assert cuda_driver.NvidiaDriver.is_active() is True
+    seen["available"] = False
+    monkeypatch.setattr(cuda_driver, "_gpu_usable", None)
     assert cuda_driver.NvidiaDriver.is_active() is False
 
 

@@ -208,6 +208,15 @@ class NvidiaUtils:
 
 
 _gpu_usable: bool | None = None
+
+
+def _torch_sees_cuda() -> bool:
+    """Whether torch, if this process has already imported it, sees an NVIDIA GPU."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.version.hip is None and torch.cuda.is_available())
+    except Exception:  # a torch half imported, or without its CUDA runtime
+        return False
 _gpu_probe_lock = threading.Lock()
 
 
@@ -222,12 +231,19 @@ class NvidiaDriver(DriverBase):
     @staticmethod
     def is_active() -> bool:
         """Whether a GPU is usable: the driver library loads, initialises, and sees
-        at least one device. Probed once per process."""
+        at least one device. Probed once per process.
+
+        A process forked after its parent initialised CUDA (Inductor's compile workers
+        are) gets CUDA_ERROR_NOT_INITIALIZED from cuInit: the GPU is there and only
+        this process cannot launch on it, which compiling for it does not need. So that
+        answer, or torch (when already imported) seeing a CUDA GPU, counts as active."""
         global _gpu_usable
         with _gpu_probe_lock:
             if _gpu_usable is None:
                 try:
                     _gpu_usable = driver_api.driver().device_count() > 0
+                except driver_api.CudaError as error:
+                    _gpu_usable = error.name == "CUDA_ERROR_NOT_INITIALIZED" or _torch_sees_cuda()
                 except (TritonError, OSError):
                     _gpu_usable = False
             return _gpu_usable
