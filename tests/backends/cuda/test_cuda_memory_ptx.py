@@ -49,8 +49,8 @@ _SIGNATURE = {"I32": "*i32", "F32": "*fp32", "F64": "*fp64", "F16": "*fp16", "BF
               "OUT": "*i32", "n": "i32"}
 
 
-def _ptx(fn, signature, constexprs, arch):
-    compiled = triton.compile(ASTSource(fn, signature=signature, constexprs=constexprs),
+def _ptx(fn, signature, constexprs, arch, attrs=None):
+    compiled = triton.compile(ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32))
     assert compiled.asm["cubin"][:4] == b"\x7fELF", "ptxas did not take the PTX"
     return compiled.asm["ptx"]
@@ -222,3 +222,67 @@ def test_a_hint_inside_a_loop_leaves_the_outer_value_usable_after_it():
     torch.testing.assert_close(dst, src * 3, rtol=1e-6, atol=1e-6)
     ptx = _ptx(_hint_in_a_loop, {"dst": "*fp32", "src": "*fp32", "n": "i32"}, {"BLOCK": 64}, 90)
     assert "st.global" in ptx
+
+
+@triton.jit
+def _scatter_adds(X32, X16, XB16, OUT32, OUT16, OUTB16, SEM: tl.constexpr):
+    # Results unused: Triton emits `red`, vectorised on sm_90 for float adds.
+    rows = tl.arange(0, 8)[:, None]
+    cols = tl.arange(0, 64)[None, :]
+    idx = rows * 64 + cols
+    tl.atomic_add(OUT32 + idx, tl.load(X32 + idx), sem=SEM)
+    tl.atomic_add(OUT16 + idx, tl.load(X16 + idx), sem=SEM)
+    tl.atomic_add(OUTB16 + idx, tl.load(XB16 + idx), sem=SEM)
+
+
+@triton.jit
+def _scatter_max(I32, OUTI, SEM: tl.constexpr):
+    idx = tl.arange(0, 8)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    tl.atomic_max(OUTI + idx, tl.load(I32 + idx), sem=SEM)
+
+
+_SCATTER_SIGNATURE = {"X32": "*fp32", "X16": "*fp16", "XB16": "*bf16", "OUT32": "*fp32", "OUT16": "*fp16",
+                      "OUTB16": "*bf16"}
+_MAX_SIGNATURE = {"I32": "*i32", "OUTI": "*i32"}
+
+
+def test_unused_atomic_results_become_red_vectorised_on_sm90():
+    aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(_SCATTER_SIGNATURE))}
+    ptx90 = _ptx(_scatter_adds, _SCATTER_SIGNATURE, {"SEM": "relaxed"}, 90, aligned)
+    reds = set(re.findall(r"\bred\.[\w:.]+", ptx90))
+    assert "red.global.gpu.relaxed.add.v4.f32" in reds, reds
+    # 512 elements over 128 threads: 4 per thread, so the 16-bit adds go 4 at a time too.
+    assert {"red.global.gpu.relaxed.add.noftz.v4.f16", "red.global.gpu.relaxed.add.noftz.v4.bf16"} <= reds, reds
+    assert not _atoms(ptx90)
+    assert set(re.findall(r"\bred\.[\w:.]+", _ptx(_scatter_max, _MAX_SIGNATURE, {"SEM": "relaxed"}, 90))) == {
+        "red.global.gpu.relaxed.max.s32"}
+    ptx80 = _ptx(_scatter_adds, _SCATTER_SIGNATURE, {"SEM": "release"}, 80, aligned)
+    reds80 = set(re.findall(r"\bred\.[\w:.]+", ptx80))
+    assert {"red.global.gpu.release.add.f32", "red.global.gpu.release.add.noftz.f16"} <= reds80, reds80
+    assert not any(".v" in red for red in reds80)
+    # bf16 adds below sm_90 stay a CAS loop; acq_rel (the default) keeps `atom`.
+    assert any("cas" in atom for atom in _atoms(ptx80))
+    ptx_acq = _ptx(_scatter_adds, _SCATTER_SIGNATURE, {"SEM": "acq_rel"}, 90, aligned)
+    assert not re.findall(r"\bred\.", ptx_acq) and "atom.global.gpu.acq_rel.add.f32" in _atoms(ptx_acq)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_red_atomics_add_up_in_the_interpreter_and_on_the_gpu(device):
+    # Several programs add into the same 512 elements; each element's adds are atomic.
+    programs = 6
+    x32, x16, xb = torch.randn(512), torch.randn(512).half(), torch.randn(512).bfloat16()
+    out32, out16, outb = torch.randn(512), torch.randn(512).half(), torch.randn(512).bfloat16()
+    i32 = torch.randint(-1000, 1000, (512,), dtype=torch.int32)
+    outi = torch.randint(-1000, 1000, (512,), dtype=torch.int32)
+    expected32 = out32.double() + programs * x32.double()
+    expected16 = out16.double() + programs * x16.double()
+    expectedb = outb.double() + programs * xb.double()
+    expectedi = torch.maximum(outi, i32)
+    moved = [t.to(device) for t in (x32, x16, xb, out32, out16, outb, i32, outi)]
+    _scatter_adds[(programs,)](*moved[:6], SEM="relaxed")
+    _scatter_max[(programs,)](moved[6], moved[7], SEM="relaxed")
+    torch.testing.assert_close(moved[3].cpu().double(), expected32, rtol=1e-5, atol=1e-5)
+    # 16-bit sums round after every add, in whatever order the programs come.
+    torch.testing.assert_close(moved[4].cpu().double(), expected16, rtol=1e-2, atol=2e-2)
+    torch.testing.assert_close(moved[5].cpu().double(), expectedb, rtol=4e-2, atol=1e-1)
+    assert torch.equal(moved[7].cpu(), expectedi)

@@ -62,7 +62,7 @@ def test_device_descriptors_compile_to_vectorized_pointer_code(arch):
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
     ptx = kernel.asm["ptx"]
     assert re.search(r"ld\.global(\.\w+)*\.v4", ptx), "the N-divisible rows load as 16-byte vectors"
-    assert re.search(r"atom\.global(\.\w+)*\.add\.f32", ptx)
+    assert re.search(r"red\.global(\.\w+)*\.add(\.v\d)?\.f32", ptx)  # old values unused: `red`
     assert "cp.async.bulk.tensor" not in ptx  # pointer code, not TMA
     assert "descriptor_load(" in kernel.asm["ttir"]  # the target-neutral IR keeps the descriptor ops
 
@@ -85,15 +85,16 @@ def atomics_kernel(A, B, C, D, E, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @pytest.mark.parametrize("arch, bf16_add", [(80, "atom.relaxed.gpu.global.cas.b32"),
-                                            (90, "atom.global.gpu.relaxed.add.noftz.bf16")])
+                                            (90, "red.global.gpu.relaxed.add.noftz.bf16")])
 def test_descriptor_atomics_are_relaxed_atomics_of_their_dtype(arch, bf16_add):
     signature = {"A": "*u64", "B": "*i64", "C": "*u32", "D": "*bf16", "E": "*fp16", "M": "i32", "N": "i32"}
     kernel = triton.compile(ASTSource(atomics_kernel, signature, {"BM": 8, "BN": 16}),
                             target=GPUTarget("cuda", arch, 32))
-    atoms = set(re.findall(r"atom\.[\w.]+", kernel.asm["ptx"]))
-    assert {"atom.global.gpu.relaxed.add.u64", "atom.global.gpu.relaxed.min.s64", "atom.global.gpu.relaxed.max.s64",
-            "atom.global.gpu.relaxed.xor.b32", "atom.global.gpu.relaxed.and.b32", "atom.global.gpu.relaxed.or.b32",
-            "atom.global.gpu.relaxed.add.noftz.f16", bf16_add} <= atoms
+    # Nothing reads the old values: `red` where the GPU has the operation, a CAS loop elsewhere.
+    atoms = set(re.findall(r"(?:atom|red)\.[\w.]+", kernel.asm["ptx"]))
+    assert {"red.global.gpu.relaxed.add.u64", "red.global.gpu.relaxed.min.s64", "red.global.gpu.relaxed.max.s64",
+            "red.global.gpu.relaxed.xor.b32", "red.global.gpu.relaxed.and.b32", "red.global.gpu.relaxed.or.b32",
+            "red.global.gpu.relaxed.add.noftz.f16", bf16_add} <= atoms
 
 
 @pytest.mark.parametrize("arch", [80, 90])

@@ -430,12 +430,67 @@ def emit_atomic(em: Emitter, op: Operation) -> None:
     em.for_registers(linear.num_registers, f"{name}[i] = {zero_value(result)};")
     owner = owner_condition(linear)
     unique = _unique_registers(linear)
+    if not em.is_used(result) and _emit_reductions(em, op, linear, owner, unique):
+        return
     for reg in unique:
         guard = _and(em.reg(mask, reg) if mask is not None else None, owner)
         _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
                     em.reg(cmp, reg) if cmp is not None else None, guard)
     if em.is_used(result) and (owner is not None or len(unique) < linear.num_registers):
         _share_from_owners(em, op, name)
+
+
+def _reduction_prefix(em: Emitter, op: Operation) -> str | None:
+    """The `red` instruction's prefix for an atomic whose old value nobody reads, where its
+    ordering allows one (`red` takes .relaxed and .release only); None: keep `atom`."""
+    if op.name != "atomic_rmw" or op.attrs["kind"] == "xchg":
+        return None
+    sem, scope, before, _ = _sem_scope(em, op)
+    if sem not in ("", ".relaxed", ".release"):
+        return None
+    return f"red.global{scope}{sem}"
+
+
+def _emit_reductions(em: Emitter, op: Operation, linear: LinearLayout, owner: str | None,
+                     unique: list[int]) -> bool:
+    """Emit an atomic whose result is unused as `red` instructions, as Triton does: on
+    sm_90 float adds on contiguous registers go `.v2/.v4/.v8` at once (each element still
+    atomic on its own). False, emitting nothing, where the op needs `atom` or a CAS loop."""
+    ty = op.results[0].type.scalar
+    prefix = _reduction_prefix(em, op)
+    kind = op.attrs["kind"]
+    if prefix is None or (ty.is_floating() and kind != "add"):
+        return False
+    native = _atomic_instruction(em, kind, ty, prefix)
+    if native is None:
+        return False
+    ptr, val = op.operands[0], op.operands[1]
+    mask = op.operands[2] if len(op.operands) > 2 else None
+    bits = native[1]
+    vec = vector_width(em, ptr, mask) if em.target >= 90 and kind == "add" and ty.is_floating() and bits < 64 else 1
+    constraint, word = _CONSTRAINT[bits], _BITS_TYPE[bits]
+    sem, scope, before, after = _sem_scope(em, op)
+    kept = set(unique)
+    for first in range(0, linear.num_registers, vec):
+        if first not in kept:
+            continue
+        guard = _and(em.reg(mask, first) if mask is not None else None, owner)
+        em.open(f"if ({guard or 'true'})")
+        if before:
+            em.line(before)
+        values = [f'"{constraint}"(tt_bitcast<{word}>({em.reg(val, first + i)}))' for i in range(vec)]
+        if vec == 1:
+            ptx = f"{native[0]} [%0], %1;"
+        else:
+            # `.add.f32` -> `.add.v4.f32`; `.add.noftz.f16` -> `.add.noftz.v8.f16`
+            head, _, tail = native[0].rpartition(".")
+            operands = ", ".join(f"%{i + 1}" for i in range(vec))
+            ptx = f"{head}.v{vec}.{tail} [%0], {{{operands}}};"
+        em.line(f'asm volatile("{ptx}" :: "l"({em.reg(ptr, first)}), {", ".join(values)} : "memory");')
+        if after:
+            em.line(after)
+        em.close()
+    return True
 
 
 def _share_from_owners(em: Emitter, op: Operation, name: str) -> None:

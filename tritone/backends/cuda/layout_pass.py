@@ -282,6 +282,7 @@ class _Assigner:
         self.store_layouts: dict[Operation, DistributedLayout] = {}
         self.values: list[Value] = []  # every block value, in program order
         self.memory_ops: list[Operation] = []
+        self._users: dict[Value, list[Operation]] | None = None
 
     # -- building classes and links -----------------------------------------
     def collect(self) -> None:
@@ -385,9 +386,21 @@ class _Assigner:
 
     def anchor_layout(self, op: Operation) -> DistributedLayout:
         ptr = op.operands[0]
-        vector = op.name in ("load", "store")
+        vector = op.name in ("load", "store") or self._vector_reduction(op)
         at_least = self.widest_access(ptr) if op.name == "load" else 1
         return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=vector, at_least=at_least)
+
+    def _vector_reduction(self, op: Operation) -> bool:
+        """Whether `op` is a float atomic add nobody reads the result of, with an order `red`
+        takes, on sm_90: the GPU adds up to 16 bytes of consecutive elements in one
+        instruction there, so it gets a coalesced vector layout as a store does."""
+        if self.target < 90 or op.name != "atomic_rmw" or op.attrs.get("kind") != "add":
+            return False
+        if not op.results[0].type.scalar.is_floating() or op.attrs.get("sem") not in ("relaxed", "release"):
+            return False
+        if self._users is None:
+            self._users = _users(self.fn)
+        return not self._users.get(op.results[0])
 
     def widest_access(self, ptr: Value) -> int:
         """The most elements one vector access of any load or store on a pointer
