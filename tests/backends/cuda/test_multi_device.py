@@ -707,8 +707,9 @@ torch._inductor.config.compile_threads = 1  # compile in this process, where the
 class Split(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.first = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512)).to("cuda:0")
-        self.second = torch.nn.Sequential(torch.nn.Linear(512, 128), torch.nn.SiLU(), torch.nn.Softmax(dim=-1)).to("cuda:1")
+        nn = torch.nn
+        self.first = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.LayerNorm(512)).to("cuda:0")
+        self.second = nn.Sequential(nn.Linear(512, 128), nn.SiLU(), nn.Softmax(dim=-1)).to("cuda:1")
 
     def forward(self, x):
         return self.second(self.first(x).to("cuda:1"))
