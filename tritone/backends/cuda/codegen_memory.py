@@ -354,8 +354,12 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     bits = ty.primitive_bitwidth
     word = _BITS_TYPE[bits]
     if ty.is_floating() and kind in ("max", "min"):
+        if bits == 16:
+            # No scalar 16-bit float atom.min/max exists in PTX (only sm_90's vector forms).
+            _atomic16_cas_loop(em, ty, kind, out, addr, val, _cas_loop_prefix(sem, scope))
+            return
         if bits not in (32, 64):
-            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc}): only fp32 and fp64")
+            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc}): only 16-, 32- and 64-bit floats")
         # IEEE order from integer order: non-negative floats order as signed
         # integers, negative ones reversed as unsigned integers.
         signed, c = ("int", "r") if bits == 32 else ("long long", "l")
@@ -373,7 +377,7 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     if native is None:
         if kind != "add" or bits != 16:
             raise CodegenError(f"atomic {kind} on {ty} (at {op.loc})")
-        _atomic_add16_cas_loop(em, ty, out, addr, val, _cas_loop_prefix(sem, scope))
+        _atomic16_cas_loop(em, ty, kind, out, addr, val, _cas_loop_prefix(sem, scope))
         return
     ptx, bits = native
     c = _CONSTRAINT[bits]
@@ -383,17 +387,30 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     em.line(f"{out} = tt_bitcast<{ctype(ty)}>(tt_old);")
 
 
-def _atomic_add16_cas_loop(em: Emitter, ty, out: str, addr: str, val: str, prefix: str) -> None:
-    """A 16-bit float add as a compare-and-swap loop on the aligned 32-bit word
-    (what Triton does where the GPU has no such atomic add)."""
+def _atomic16_cas_loop(em: Emitter, ty, kind: str, out: str, addr: str, val: str, prefix: str) -> None:
+    """A 16-bit float atomic add, min or max as a compare-and-swap loop on the
+    aligned 32-bit word (what Triton does where the GPU has no such atomic).
+
+    min and max are IEEE 754-2019 minimumNumber and maximumNumber, as the GPU's
+    `min.f16` / `max.f16`: a NaN operand loses to a number (NaN only when both
+    are), and -0.0 orders below +0.0. When memory already holds the result the
+    loop ends without writing."""
     em.line(f"unsigned* tt_word = (unsigned*)((unsigned long long)({addr}) & ~3ull);")
     em.line(f"unsigned tt_shift = ((unsigned)(unsigned long long)({addr}) & 2u) * 8u;")
     em.line("unsigned tt_seen = *(volatile unsigned*)tt_word, tt_expected;")
     em.open("do")
     em.line("tt_expected = tt_seen;")
     em.line(f"{ctype(ty)} tt_cur = {{(unsigned short)(tt_expected >> tt_shift)}};")
-    total = narrow(f"({widen('tt_cur', ty)} + {widen(val, ty)})", ty)
-    em.line(f"unsigned tt_new = (tt_expected & ~(0xffffu << tt_shift)) | ((unsigned){total}.bits << tt_shift);")
+    current, operand = widen("tt_cur", ty), widen(val, ty)
+    if kind == "add":
+        result = narrow(f"({current} + {operand})", ty) + ".bits"
+    else:
+        beats, zero_sign = ("tt_b < tt_a", "") if kind == "min" else ("tt_b > tt_a", "!")
+        em.line(f"float tt_a = {current}, tt_b = {operand};")
+        em.line(f"bool tt_take = tt_a != tt_a || {beats} || (tt_b == tt_a && {zero_sign}({val}.bits & 0x8000u));")
+        em.line(f"if (!tt_take || tt_cur.bits == {val}.bits) break;")
+        result = f"{val}.bits"
+    em.line(f"unsigned tt_new = (tt_expected & ~(0xffffu << tt_shift)) | ((unsigned){result} << tt_shift);")
     em.line(f'asm volatile("{prefix}.cas.b32 %0, [%1], %2, %3;" : "=r"(tt_seen) : '
             f'"l"(tt_word), "r"(tt_expected), "r"(tt_new) : "memory");')
     em.close(" while (tt_seen != tt_expected);")
