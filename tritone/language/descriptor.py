@@ -363,13 +363,13 @@ class TensorDescriptorSemantic:
         desc = self.checked_descriptor(desc, f"descriptor atomic_{kind}")
         name = type_text(desc.dtype)
         tma_only = TMA_ATOMIC_DTYPES.get(kind, ())
-        allowed = ATOMIC_DTYPES[kind] + tma_only
-        if name not in allowed:
-            raise AssertionError(f"Unsupported dtype: descriptor atomic_{kind} takes "
-                                 f"{', '.join(dtype_name(dtype(t)) for t in allowed)}, not {dtype_name(desc.dtype)}")
         if name in tma_only and not self._descriptors_have_tma():
             raise AssertionError(f"descriptor atomic_{kind} of {dtype_name(desc.dtype)} needs a target with TMA "
                                  f"(CUDA sm_90 or newer), not {self._target_name()}")
+        allowed = ATOMIC_DTYPES[kind] + (tma_only if self._descriptors_have_tma() else ())
+        if name not in allowed:
+            raise AssertionError(f"Unsupported dtype: descriptor atomic_{kind} takes "
+                                 f"{', '.join(dtype_name(dtype(t)) for t in allowed)}, not {dtype_name(desc.dtype)}")
         value = self._descriptor_value(desc, value, f"atomic_{kind}")
         offsets = self._descriptor_offsets(desc, offsets)
         self.create_void("descriptor_atomic", [*self._descriptor_operands(desc), value, *offsets], kind=kind)

@@ -237,6 +237,8 @@ def _instruction(opcode: str, args: list[str]) -> str:
         return f"{_reg(args[0])} = {cast}({_reg(args[1])}) {op} {cast}({_reg(args[2])});"
     if name in ("ld", "st"):
         return _memory(name, parts[1:], args)
+    if name == "atom":
+        return _compare_and_swap(parts[1:], args)
     if name == "cvta" and parts[1:3] == ["to", "shared"]:
         return f"{_reg(args[0])} = tt_emu_to_shared({_reg(args[1])});"
     if name == "cvt":
@@ -287,6 +289,19 @@ def _memory(kind: str, parts: list[str], args: list[str]) -> str:
     address, regs = _address(args[0]), _vector(args[1])
     return " ".join(f"tt_emu_store({access}({address} + {i * nbytes}, {nbytes}), {r}, {nbytes});"
                     for i, r in enumerate(regs))
+
+
+def _compare_and_swap(parts: list[str], args: list[str]) -> str:
+    """`atom...global.cas.bN d, [a], cmp, new` in any order of its qualifiers:
+    fibers switch only at barriers and warp collectives, so the read and the
+    write are one step no other thread sees between."""
+    if "cas" not in parts or "global" not in parts:
+        raise _Unsupported("atom." + ".".join(parts))
+    nbytes = _TYPE_BYTES[parts[-1]]
+    mask = (1 << (8 * nbytes)) - 1
+    d, address, compare, new = _reg(args[0]), _address(args[1]), _reg(args[2]), _reg(args[3])
+    return (f"{{ unsigned char* tt_p = tt_emu_global({address}, {nbytes}); {d} = tt_emu_load(tt_p, {nbytes}); "
+            f"if ({d} == ({compare} & {mask:#x}ull)) tt_emu_store(tt_p, {new}, {nbytes}); }}")
 
 
 def _convert(parts: list[str], args: list[str]) -> str:
