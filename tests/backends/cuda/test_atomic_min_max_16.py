@@ -1,11 +1,13 @@
 """fp16 and bf16 atomic min/max on the CUDA backend. Upstream Triton takes them
 only as tensor-descriptor reductions where descriptors are TMA's (sm_90+), and
 never through pointers; tritone refuses the same kernels at the user's line,
-and compiles the others (NVRTC, no GPU) with a compare-and-swap loop on the
-aligned 32-bit word, which also compiles for Turing and Ampere when the IR asks
-(an IR file). The generated CUDA runs on the CPU emulator and, with the `gpu`
-marker, on the GPU, against IEEE 754-2019 minimumNumber/maximumNumber (the
-GPU's `min.f16`/`max.f16`), the interpreter's meaning of these ops."""
+and compiles the others (NVRTC, no GPU): sm_90's vector atoms
+(`atom.global.v8.f16.min.noftz`) on runs of aligned elements, elsewhere a
+compare-and-swap loop on the aligned 32-bit word, which also compiles for
+Turing and Ampere when the IR asks (an IR file). The generated CUDA runs on the
+CPU emulator and, with the `gpu` marker, on the GPU, against IEEE 754-2019
+minimumNumber/maximumNumber (the GPU's `min.f16`/`max.f16`), the interpreter's
+meaning of these ops, and against upstream on the same GPU."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ RNG = np.random.default_rng()
 KINDS = ["min", "max"]
 TYPES = ["fp16", "bf16"]
 _TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16}
+_PTX_TYPE = {"fp16": "f16", "bf16": "bf16"}
 
 
 @triton.jit
@@ -95,6 +98,21 @@ def test_descriptor_min_max_compile_for_hopper(type_name, kind):
     assert "atom.relaxed.gpu.global.cas.b32" in _atoms(ptx) or re.search(
         rf"cp\.reduce\.async\.bulk\.tensor[\w:.]*\.{kind}", ptx), sorted(_atoms(ptx))
     assert not any(f".{kind}.f16" in atom or f".{kind}.bf16" in atom for atom in _atoms(ptx))
+
+
+_DIVISIBLE = {(index,): [["tt.divisibility", 16]] for index in range(4)}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("type_name", TYPES)
+def test_runs_of_aligned_elements_take_the_vector_atom_on_hopper(type_name, kind):
+    """16-byte aligned rows of a 32x64 block: one `atom.global.v8.<type>.<kind>.noftz` per 8 elements."""
+    kernel = triton.compile(ASTSource(reduce_kernel, _signature(type_name), {"BM": 32, "BN": 64, "KIND": kind},
+                                      _DIVISIBLE), target=GPUTarget("cuda", 90, 32))
+    ptx, atoms = kernel.asm["ptx"], _atoms(kernel.asm["ptx"])
+    vector_atom = f"atom.global.gpu.relaxed.v8.{_PTX_TYPE[type_name]}.{kind}.noftz"
+    assert vector_atom in atoms and not any(".cas." in atom for atom in atoms) or re.search(
+        rf"cp\.reduce\.async\.bulk\.tensor[\w:.]*\.{kind}", ptx), sorted(atoms)
 
 
 @pytest.mark.parametrize("arch", [75, 80, 89])
@@ -200,22 +218,29 @@ def _assert_same(got: np.ndarray, want: np.ndarray) -> None:
 
 
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
-@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("arch, divisible, vector", [(80, True, False), (90, False, False), (90, True, True)])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("type_name", TYPES)
-def test_cas_loop_on_the_emulator(type_name, kind, arch):
-    programs, block = 3, (8, 16)
-    module = make_ir(_source(type_name, kind, block), GPUTarget("cuda", 90, 32), {"num_warps": 2})
+def test_generated_code_on_the_emulator(type_name, kind, arch, divisible, vector):
+    """The CAS loop, and on sm_90 the vector atoms of runs of aligned elements
+    (the shape divisible by 16, so that a run shares its mask; the emulator
+    models them as min.f16/max.f16 do), with three programs on one block."""
+    programs, block = 3, (16, 64)
+    kernel = ASTSource(reduce_kernel, _signature(type_name), {"BM": block[0], "BN": block[1], "KIND": kind},
+                       _DIVISIBLE if divisible else None)
+    module = make_ir(kernel, GPUTarget("cuda", 90, 32), {"num_warps": 2})
     source, _, metadata = generate_cuda(module, arch, {"num_warps": 2})
+    vector_atom = f".{_PTX_TYPE[type_name]}.{kind}.noftz"
+    assert (vector_atom in source) == vector and ("cas.b32" in source) != vector
     memory, values = _cases(type_name, kind, programs, block)
     expected = _expected(memory, values, type_name, kind)
     cuda_emulator.Emulator(source, 2, metadata["shared"]).launch((programs,), values, memory, *block)
     _assert_same(_floats(memory, type_name), expected)
 
 
-def check_descriptor_reduce(type_name: str, kind: str, device: str) -> None:
+def check_descriptor_reduce(type_name: str, kind: str, device: str, block=(8, 16)) -> None:
     """Several programs, each reducing into the same block, against minimumNumber/maximumNumber."""
-    programs, block = 4, (8, 16)
+    programs = 4
     memory, values = _cases(type_name, kind, programs, block)
     expected = _expected(memory, values, type_name, kind)
     y = torch.from_numpy(memory.view(np.int16).copy()).view(_TORCH[type_name]).to(device)
@@ -235,7 +260,12 @@ def check_host_descriptor_reduce(type_name: str, kind: str, device: str) -> None
     torch.testing.assert_close(y, expected, rtol=0, atol=0)
 
 
-CHECKS = [check_descriptor_reduce, check_host_descriptor_reduce]
+def check_vector_descriptor_reduce(type_name: str, kind: str, device: str) -> None:
+    """As check_descriptor_reduce on a block of aligned rows (sm_90's vector atoms)."""
+    check_descriptor_reduce(type_name, kind, device, (32, 64))
+
+
+CHECKS = [check_descriptor_reduce, check_vector_descriptor_reduce, check_host_descriptor_reduce]
 
 
 @pytest.mark.gpu
@@ -272,8 +302,10 @@ if hasattr(triton, "__tritone_version__"):
     sys.exit(3)
 
 @triton.jit
-def reduce_row(desc, X, KIND: tl.constexpr):
-    value = tl.load(X + tl.arange(0, desc.block_shape[1])[None, :])
+def reduce_block(desc, X, KIND: tl.constexpr):
+    BM: tl.constexpr = desc.block_shape[0]
+    BN: tl.constexpr = desc.block_shape[1]
+    value = tl.load(X + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :])
     if KIND == "min":
         desc.atomic_min([0, 0], value)
     else:
@@ -281,9 +313,9 @@ def reduce_row(desc, X, KIND: tl.constexpr):
 
 job = json.load(sys.stdin)
 dtype = getattr(torch, job["dtype"])
-memory = torch.tensor(job["memory"], dtype=torch.int16).view(dtype).reshape(1, -1).cuda()
+memory = torch.tensor(job["memory"], dtype=torch.int16).view(dtype).cuda()
 values = torch.tensor(job["values"], dtype=torch.int16).view(dtype).cuda()
-reduce_row[(1,)](TensorDescriptor.from_tensor(memory, list(memory.shape)), values, job["kind"])
+reduce_block[(1,)](TensorDescriptor.from_tensor(memory, list(memory.shape)), values, job["kind"])
 print(json.dumps(memory.cpu().view(torch.int16).flatten().tolist()))
 '''
 
@@ -305,18 +337,21 @@ def _upstream_reduce(tmp_path, type_name: str, kind: str, memory: np.ndarray, va
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 16), (8, 64)])  # one element per thread (CAS loop), runs of 4 (vector atom)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("type_name", TYPES)
-def test_nans_and_zeros_as_upstream_on_the_gpu(type_name, kind, tmp_path, monkeypatch):
+def test_nans_and_zeros_as_upstream_on_the_gpu(type_name, kind, shape, tmp_path, monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("upstream takes fp16/bf16 descriptor min/max only on sm_90+")
-    memory = _bits([pair[0] for pair in SPECIAL_PAIRS], type_name)
-    values = _bits([pair[1] for pair in SPECIAL_PAIRS], type_name)
+    memory, values = _cases(type_name, kind, 1, shape)
+    memory = memory.reshape(shape)
+    values = values.reshape(shape)
     upstream = _floats(_upstream_reduce(tmp_path, type_name, kind, memory, values), type_name)
-    y = torch.from_numpy(memory.view(np.int16).copy()).view(_TORCH[type_name]).reshape(1, -1).cuda()
-    x = torch.from_numpy(values.view(np.int16).copy()).view(_TORCH[type_name]).reshape(1, -1).cuda()
-    host_reduce_kernel[(1, 1)](TensorDescriptor.from_tensor(y, [1, len(SPECIAL_PAIRS)]), x, kind)
+    y = torch.from_numpy(memory.view(np.int16).copy()).view(_TORCH[type_name]).cuda()
+    x = torch.from_numpy(values.view(np.int16).copy()).view(_TORCH[type_name]).cuda()
+    host_reduce_kernel[(1, 1)](TensorDescriptor.from_tensor(y, list(shape)), x, kind)
     ours = _floats(y.cpu().view(torch.int16).numpy().view(np.uint16).ravel(), type_name)
     _assert_same(ours, upstream)
+    _assert_same(ours, _expected(memory.ravel(), values.reshape(1, -1), type_name, kind))

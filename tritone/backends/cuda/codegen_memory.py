@@ -17,6 +17,8 @@ shared memory).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from tritone.ir.core import Operation, Value
 from tritone.ir.types import type_text
 
@@ -417,6 +419,46 @@ def _atomic16_cas_loop(em: Emitter, ty, kind: str, out: str, addr: str, val: str
     em.line(f"{out} = {ctype(ty)}{{(unsigned short)(tt_expected >> tt_shift)}};")
 
 
+def has_vector_atomic(op: Operation, target: int) -> bool:
+    """Whether `op` is an atomic the target does on runs of elements: fp16/bf16
+    min and max on sm_90+ (`atom.global.v8.f16.min.noftz`, PTX 8.1), whose
+    access side is then coalesced into vectors as a store's is."""
+    ty = op.results[0].type.scalar if op.results else None
+    return (op.name == "atomic_rmw" and op.attrs.get("kind") in ("min", "max") and target >= 90
+            and ty is not None and ty.is_floating() and ty.primitive_bitwidth == 16)
+
+
+def _vector16_width(em: Emitter, op: Operation) -> int:
+    """Elements per native vector atom of a 16-bit float min/max on sm_90+
+    (`atom.global.v2/v4/v8.f16/bf16.min/max.noftz`: runs of contiguous, aligned
+    elements under one mask), or 1 where each element takes the CAS loop."""
+    ptr = op.operands[0]
+    if not has_vector_atomic(op, em.target) or not ptr.type.is_block():
+        return 1
+    vec = vector_width(em, ptr, op.operands[2] if len(op.operands) > 2 else None)
+    return vec if vec >= 2 else 1
+
+
+def _atomic_vector16(em: Emitter, op: Operation, out: str, first: int, vec: int, addr: str,
+                     value: Callable[[int], str], guard: str | None) -> None:
+    """`out[first:first + vec]` = the old values of one native vector min/max
+    of `vec` 16-bit floats at `addr` (atomic per element, as the manual says)."""
+    ty = op.results[0].type.scalar
+    sem, scope, _, _ = _sem_scope(em, op)  # sm_90+: no fences
+    ptx_type = "f16" if type_text(ty) == "fp16" else "bf16"
+    olds = ", ".join(f"%{i}" for i in range(vec))
+    values = ", ".join(f"%{vec + 1 + i}" for i in range(vec))
+    ptx = f"{_rmw_prefix(sem, scope)}.v{vec}.{ptx_type}.{op.attrs['kind']}.noftz {{{olds}}}, [%{vec}], {{{values}}};"
+    outputs = ", ".join(f'"=h"(tt_old[{i}])' for i in range(vec))
+    inputs = ", ".join([f'"l"({addr})'] + [f'"h"({value(first + i)}.bits)' for i in range(vec)])
+    em.open(f"if ({guard or 'true'})")
+    em.line(f"unsigned short tt_old[{vec}];")
+    em.line(f'asm volatile("{ptx}" : {outputs} : {inputs} : "memory");')
+    for i in range(vec):
+        em.line(f"{out}[{first + i}] = {ctype(ty)}{{tt_old[{i}]}};")
+    em.close()
+
+
 def _needs_broadcast(op: Operation) -> bool:
     ptr = op.operands[0]
     if not ptr.type.is_block():
@@ -447,10 +489,16 @@ def emit_atomic(em: Emitter, op: Operation) -> None:
     em.for_registers(linear.num_registers, f"{name}[i] = {zero_value(result)};")
     owner = owner_condition(linear)
     unique = _unique_registers(linear)
+    vec = _vector16_width(em, op)
     for reg in unique:
+        if vec > 1 and reg % vec:
+            continue  # done by the vector atom of its run
         guard = _and(em.reg(mask, reg) if mask is not None else None, owner)
-        _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
-                    em.reg(cmp, reg) if cmp is not None else None, guard)
+        if vec > 1:
+            _atomic_vector16(em, op, name, reg, vec, em.reg(ptr, reg), lambda r: em.reg(val, r), guard)
+        else:
+            _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
+                        em.reg(cmp, reg) if cmp is not None else None, guard)
     if em.is_used(result) and (owner is not None or len(unique) < linear.num_registers):
         _share_from_owners(em, op, name)
 
