@@ -8,6 +8,8 @@ shape would show."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -263,6 +265,91 @@ def test_atomics_combine_inside_only(form, kind, type_name, np_type):
     run(atomic_kernel, signature(type_name, 2), [x, storage, *shape, *strides_of(y), *offsets],
         {"BLOCK": block, "NUMEL": int(np.prod(block)), "KIND": kind}, form)
     np.testing.assert_array_equal(storage, expected)
+
+
+# fp16 and bf16 min/max (upstream: only where descriptors are TMA's, sm_90+): the
+# interpreter computes them as the GPU's min.f16/max.f16 do, IEEE 754-2019
+# minimumNumber/maximumNumber (a NaN loses to a number, -0.0 is below +0.0).
+
+def float16_bits(values: np.ndarray, type_name: str) -> np.ndarray:
+    """fp32 `values` as the interpreter's memory of `type_name`: fp16 numbers, or
+    bf16 bits (truncated: exact for the values these tests use)."""
+    values = np.asarray(values, dtype=np.float32)
+    if type_name == "fp16":
+        return values.astype(np.float16)
+    return (values.view(np.uint32) >> 16).astype(np.uint16)
+
+
+def as_float32(memory: np.ndarray, type_name: str) -> np.ndarray:
+    if type_name == "fp16":
+        return memory.astype(np.float32)
+    return (memory.astype(np.uint32) << 16).view(np.float32)
+
+
+@jit
+def shared_min_max_kernel(X, Y, shape, strides, offsets, BLOCK: tl.constexpr, NUMEL: tl.constexpr,
+                          KIND: tl.constexpr):
+    desc = tl.make_tensor_descriptor(Y, shape, strides, BLOCK)
+    value = tl.load(X + tl.program_id(0) * NUMEL + tl.reshape(tl.arange(0, NUMEL), BLOCK))
+    if KIND == "min":
+        desc.atomic_min(offsets, value)
+    else:
+        desc.atomic_max(offsets, value)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("type_name", ["fp16", "bf16"])
+def test_16_bit_float_min_max_of_several_programs(form, kind, type_name):
+    """Five programs reduce their blocks into the same elements (some outside the tensor)."""
+    shape, block, programs = (10, 19), (8, 16), 5
+    np_type = np.float16 if type_name == "fp16" else np.uint16
+    storage, y = storage_for(shape, np_type, type_name)
+    storage[...] = float16_bits(RNG.uniform(-100, 100, storage.shape), type_name)
+    x = float16_bits(RNG.uniform(-100, 100, (programs, *block)), type_name)
+    offsets = random_offsets(shape, block)
+    expected = as_float32(storage, type_name)
+    coordinates = block_coordinates(offsets, block)
+    mask = inside(coordinates, shape)
+    where = tuple(c[mask] for c in coordinates)
+    reduce = np.minimum if kind == "min" else np.maximum
+    expected[where] = reduce(expected[where], reduce.reduce(as_float32(x, type_name), axis=0)[mask])
+    run(shared_min_max_kernel, signature(type_name, 2), [x, storage, *shape, *strides_of(y), *offsets],
+        {"BLOCK": block, "NUMEL": int(np.prod(block)), "KIND": kind}, form, grid=(programs,))
+    np.testing.assert_array_equal(as_float32(storage, type_name), expected)
+
+
+def minimum_number(a: float, b: float, kind: str) -> float:
+    """IEEE 754-2019 minimumNumber (`kind` "min") or maximumNumber of two floats."""
+    if math.isnan(a) or math.isnan(b):
+        return b if math.isnan(a) else a
+    if a == b:  # zeros of either sign, or equal numbers
+        negative = math.copysign(1, a) < 0 or math.copysign(1, b) < 0
+        if kind == "max":
+            negative = math.copysign(1, a) < 0 and math.copysign(1, b) < 0
+        return math.copysign(abs(a), -1 if negative else 1)
+    return min(a, b) if kind == "min" else max(a, b)
+
+
+_SPECIAL_PAIRS = [(math.nan, 1.5), (-2.5, math.nan), (math.nan, math.nan), (0.0, -0.0), (-0.0, 0.0), (-0.0, -0.0),
+                  (0.0, 0.0), (-math.inf, 3.0), (math.inf, -2.0), (-5.0, -7.0), (4.0, 4.0), (-0.0, 2.0),
+                  (math.nan, -math.inf), (1.0, -0.0), (-3.0, -3.0), (0.0, -1.0)]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("type_name", ["fp16", "bf16"])
+def test_16_bit_float_min_max_of_nans_and_zeros(form, kind, type_name):
+    memory = float16_bits([pair[0] for pair in _SPECIAL_PAIRS], type_name)
+    values = float16_bits([pair[1] for pair in _SPECIAL_PAIRS], type_name)
+    n = len(_SPECIAL_PAIRS)
+    run(shared_min_max_kernel, signature(type_name, 1), [values, memory, n, 0],
+        {"BLOCK": (n,), "NUMEL": n, "KIND": kind}, form)
+    got = as_float32(memory, type_name)
+    for (a, b), result in zip(_SPECIAL_PAIRS, got):
+        want = minimum_number(a, b, kind)
+        assert (math.isnan(want) and math.isnan(result)) or (
+            want == result and math.copysign(1, want) == math.copysign(1, result)), (a, b, result)
 
 
 # -- gather and scatter ------------------------------------------------------------------

@@ -17,6 +17,7 @@ from tritone.interpreter import run_kernel
 from tritone.ir import verify
 from tritone.ir.parser import parse_module
 from tritone.ir.printer import print_module
+from tritone.ir.target import INTERPRETER_TARGET, GPUTarget
 from tritone.ir.types import block_type, parse_type, tensordesc_type, type_text
 from tritone.ir.verifier import IRVerificationError
 from tritone.language.core import constexpr
@@ -27,9 +28,9 @@ SIG = {"X": "*fp16", "Y": "*fp16", "M": "i32", "N": "i32"}
 RNG = np.random.default_rng()
 
 
-def compile_error(kernel, signature: dict, constexprs: dict) -> str:
+def compile_error(kernel, signature: dict, constexprs: dict, target=None) -> str:
     with pytest.raises(CompilationError) as info:
-        ast_to_ir(kernel, signature, constexprs, OPTIONS)
+        ast_to_ir(kernel, signature, constexprs, {**OPTIONS, "target": target})
     return str(info.value)
 
 
@@ -163,7 +164,7 @@ def access_kernel(X, Y, M, N, WHAT: tl.constexpr):
     elif WHAT == "store-shape":
         desc.store([0, 0], tl.zeros((8, 32), tl.float32))
     elif WHAT == "atomic-dtype":
-        desc.atomic_min([0, 0], tl.zeros((8, 16), tl.float16))
+        desc.atomic_min([0, 0], tl.zeros((8, 16), tl.float32))
     elif WHAT == "atomic-int8":
         desc.atomic_add([0, 0], tl.zeros((8, 16), tl.float16))
     elif WHAT == "gather-rank":
@@ -177,7 +178,7 @@ def access_kernel(X, Y, M, N, WHAT: tl.constexpr):
 @pytest.mark.parametrize("what, type_name, pattern", [
     ("offsets", "fp16", r"expected 2 offsets, but got 1"),
     ("store-shape", "fp16", r"value of shape \[8, 32\] through a descriptor of block shape \[8, 16\]"),
-    ("atomic-dtype", "fp16", r"Unsupported dtype: descriptor atomic_min takes .*not fp16"),
+    ("atomic-dtype", "fp32", r"Unsupported dtype: descriptor atomic_min takes .*int64, fp16, bf16, not fp32"),
     ("atomic-int8", "i8", r"Unsupported dtype: descriptor atomic_add takes .*not int8"),
     ("gather-rank", "fp16", r"descriptor block must have 1 row, but got \[8, 16\]"),
     ("wide-offsets", "fp16", r"offsets are 32-bit"),
@@ -187,6 +188,41 @@ def test_bad_accesses_are_refused(what, type_name, pattern):
     message = compile_error(access_kernel, {"X": f"*{type_name}", "Y": f"*{type_name}", "M": "i32", "N": "i32"},
                             {"WHAT": what})
     assert re.search(pattern, message), message
+
+
+@jit
+def min_max_kernel(X, M, N, KIND: tl.constexpr):
+    desc = tl.make_tensor_descriptor(X, [M, N], [N, 1], [8, 16])
+    value = desc.load([0, 0])
+    if KIND == "min":
+        desc.atomic_min([0, 0], value)
+    else:
+        desc.atomic_max([0, 0], value)
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("type_name", ["fp16", "bf16"])
+@pytest.mark.parametrize("target", [GPUTarget("cuda", 75, 32), GPUTarget("cuda", 80, 32), "sm_89",
+                                    GPUTarget("hip", 942, 64)])
+def test_16_bit_float_min_max_needs_tma(kind, type_name, target):
+    """Upstream takes descriptor min/max of fp16 and bf16 only where descriptors are TMA's (CUDA sm_90+)."""
+    message = compile_error(min_max_kernel, {"X": f"*{type_name}", "M": "i32", "N": "i32"}, {"KIND": kind},
+                            target)
+    assert f"descriptor atomic_{kind} of {tl.dtype(type_name)} needs a target with TMA" in message, message
+    assert f"desc.atomic_{kind}([0, 0], value)" in message  # the kernel's line
+    assert "min_max_kernel" in message
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("type_name", ["fp16", "bf16"])
+@pytest.mark.parametrize("target", [GPUTarget("cuda", 90, 32), GPUTarget("cuda", 100, 32), "sm_90a",
+                                    INTERPRETER_TARGET, None])
+def test_16_bit_float_min_max_where_descriptors_are_tma(kind, type_name, target):
+    module = ast_to_ir(min_max_kernel, {"X": f"*{type_name}", "M": "i32", "N": "i32"}, {"KIND": kind},
+                       {**OPTIONS, "target": target})
+    atomics = [op for op in module.walk() if op.name == "descriptor_atomic"]
+    assert [op.attrs["kind"] for op in atomics] == [kind]
+    assert type_text(atomics[0].operands[-3].type.scalar) == type_name
 
 
 @jit

@@ -357,6 +357,20 @@ def _atomic_scan(current, segment, rank, depth, segment_starts, vals, combine):
     return old, final
 
 
+def _float_min(a, b):
+    """IEEE 754-2019 minimumNumber: a NaN loses to a number, -0.0 is below +0.0."""
+    result = np.fmin(a, b)
+    negative_zero = (a == b) & (np.signbit(a) | np.signbit(b))
+    return np.where(negative_zero, -np.abs(result), result)
+
+
+def _float_max(a, b):
+    """IEEE 754-2019 maximumNumber: a NaN loses to a number, +0.0 is above -0.0."""
+    result = np.fmax(a, b)
+    positive_zero = (a == b) & ~(np.signbit(a) & np.signbit(b))
+    return np.where(positive_zero, np.abs(result), result)
+
+
 def _atomic_combine(kind: str, ty: dtype):
     sc = V.scalar_of(ty)
     is_float = sc.is_floating()
@@ -367,7 +381,7 @@ def _atomic_combine(kind: str, ty: dtype):
         return lambda a, b: a + b
     if kind in ("max", "min"):
         if is_float:
-            return np.fmax if kind == "max" else np.fmin
+            return _float_max if kind == "max" else _float_min
         return np.maximum if kind == "max" else np.minimum
     if kind == "and":
         return np.bitwise_and

@@ -42,6 +42,10 @@ ATOMIC_DTYPES = {
     "or": ("u32", "i32", "u64", "i64"),
     "xor": ("u32", "i32", "u64", "i64"),
 }
+# The element types each descriptor atomic takes only where descriptors are TMA's
+# (upstream: CUDA sm_90+; elsewhere its assertion "16-bit float types require native
+# tma support").
+TMA_ATOMIC_DTYPES = {"min": ("fp16", "bf16"), "max": ("fp16", "bf16")}
 
 
 @dataclass(frozen=True)
@@ -357,13 +361,33 @@ class TensorDescriptorSemantic:
 
     def descriptor_atomic(self, kind: str, desc, value, offsets) -> None:
         desc = self.checked_descriptor(desc, f"descriptor atomic_{kind}")
-        allowed = ATOMIC_DTYPES[kind]
-        if type_text(desc.dtype) not in allowed:
+        name = type_text(desc.dtype)
+        tma_only = TMA_ATOMIC_DTYPES.get(kind, ())
+        if name in tma_only and not self._descriptors_have_tma():
+            raise AssertionError(f"descriptor atomic_{kind} of {dtype_name(desc.dtype)} needs a target with TMA "
+                                 f"(CUDA sm_90 or newer), not {self._target_name()}")
+        allowed = ATOMIC_DTYPES[kind] + (tma_only if self._descriptors_have_tma() else ())
+        if name not in allowed:
             raise AssertionError(f"Unsupported dtype: descriptor atomic_{kind} takes "
                                  f"{', '.join(dtype_name(dtype(t)) for t in allowed)}, not {dtype_name(desc.dtype)}")
         value = self._descriptor_value(desc, value, f"atomic_{kind}")
         offsets = self._descriptor_offsets(desc, offsets)
         self.create_void("descriptor_atomic", [*self._descriptor_operands(desc), value, *offsets], kind=kind)
+
+    def _descriptors_have_tma(self) -> bool:
+        """Whether the target takes what upstream allows only on TMA descriptors:
+        CUDA sm_90 and newer, and the interpreter (which computes every descriptor
+        op itself) or no fixed target."""
+        target = self.options.get("target")
+        if target is None or getattr(target, "backend", None) == "interpreter":
+            return True
+        capability = self.target_capability
+        return capability is not None and capability >= 90
+
+    def _target_name(self) -> str:
+        target = self.options.get("target")
+        capability = self.target_capability
+        return f"sm_{capability}" if capability is not None else repr(target)
 
     def _check_rows(self, desc: tensor_descriptor, x_offsets, what: str) -> tensor:
         """Upstream's rules of gather and scatter; the row offsets as an i32 block."""

@@ -231,6 +231,21 @@ static uint32_t tt_emu_f32_to_bf16(float x) {
 
 static float tt_emu_bf16_to_f32(uint32_t h) { return tt_emu_f(h << 16); }
 
+// atom.min/max on one f16 or bf16 element, modelled as the GPU's min.f16/max.f16 (IEEE
+// 754-2019 minimumNumber/maximumNumber: a NaN loses to a number, -0.0 below +0.0).
+static uint64_t tt_emu_min_max16(uint64_t memory, uint64_t value, bool bf16, bool is_max) {
+  memory &= 0xffff;
+  value &= 0xffff;
+  float a = bf16 ? tt_emu_bf16_to_f32(uint32_t(memory)) : tt_emu_f16_to_f32(uint32_t(memory));
+  float b = bf16 ? tt_emu_bf16_to_f32(uint32_t(value)) : tt_emu_f16_to_f32(uint32_t(value));
+  if (isnan(a) || isnan(b)) return isnan(a) ? value : memory;
+  if (a == b) {  // zeros of either sign: min takes a negative one, max a positive one
+    bool negative = (value & 0x8000) != 0;
+    return negative != is_max ? value : memory;
+  }
+  return (is_max ? b > a : b < a) ? value : memory;
+}
+
 static float tt_emu_e4m3_to_f32(uint32_t b) {
   uint32_t s = b & 0x80, e = (b >> 3) & 0xf, m = b & 7;
   if ((b & 0x7f) == 0x7f) return NAN;

@@ -237,6 +237,8 @@ def _instruction(opcode: str, args: list[str]) -> str:
         return f"{_reg(args[0])} = {cast}({_reg(args[1])}) {op} {cast}({_reg(args[2])});"
     if name in ("ld", "st"):
         return _memory(name, parts[1:], args)
+    if name == "atom":
+        return _atomic(parts[1:], args)
     if name == "cvta" and parts[1:3] == ["to", "shared"]:
         return f"{_reg(args[0])} = tt_emu_to_shared({_reg(args[1])});"
     if name == "cvt":
@@ -287,6 +289,32 @@ def _memory(kind: str, parts: list[str], args: list[str]) -> str:
     address, regs = _address(args[0]), _vector(args[1])
     return " ".join(f"tt_emu_store({access}({address} + {i * nbytes}, {nbytes}), {r}, {nbytes});"
                     for i, r in enumerate(regs))
+
+
+def _atomic(parts: list[str], args: list[str]) -> str:
+    """`atom...global.cas.bN d, [a], cmp, new` and the vector 16-bit float
+    `atom...global.vN.f16.min.noftz {d...}, [a], {b...}`, in any order of their
+    qualifiers: fibers switch only at barriers and warp collectives, so each read
+    and write are one step no other thread sees between."""
+    if "global" not in parts:
+        raise _Unsupported("atom." + ".".join(parts))
+    vector = next((p for p in parts if re.fullmatch(r"v\d", p)), None)
+    if vector and ("min" in parts or "max" in parts) and ("f16" in parts or "bf16" in parts):
+        olds, values, address = _vector(args[0]), _vector(args[2]), _address(args[1])
+        bf16, is_max = str("bf16" in parts).lower(), str("max" in parts).lower()
+        code = []
+        for i, (d, b) in enumerate(zip(olds, values)):
+            code.append(f"{{ unsigned char* tt_p = tt_emu_global({address} + {2 * i}, 2); "
+                        f"{d} = tt_emu_load(tt_p, 2); "
+                        f"tt_emu_store(tt_p, tt_emu_min_max16({d}, {b}, {bf16}, {is_max}), 2); }}")
+        return " ".join(code)
+    if "cas" not in parts:
+        raise _Unsupported("atom." + ".".join(parts))
+    nbytes = _TYPE_BYTES[parts[-1]]
+    mask = (1 << (8 * nbytes)) - 1
+    d, address, compare, new = _reg(args[0]), _address(args[1]), _reg(args[2]), _reg(args[3])
+    return (f"{{ unsigned char* tt_p = tt_emu_global({address}, {nbytes}); {d} = tt_emu_load(tt_p, {nbytes}); "
+            f"if ({d} == ({compare} & {mask:#x}ull)) tt_emu_store(tt_p, {new}, {nbytes}); }}")
 
 
 def _convert(parts: list[str], args: list[str]) -> str:

@@ -17,6 +17,8 @@ shared memory).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from tritone.ir.core import Operation, Value
 from tritone.ir.types import type_text
 
@@ -354,8 +356,12 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     bits = ty.primitive_bitwidth
     word = _BITS_TYPE[bits]
     if ty.is_floating() and kind in ("max", "min"):
+        if bits == 16:
+            # No scalar 16-bit float atom.min/max exists in PTX (only sm_90's vector forms).
+            _atomic16_cas_loop(em, ty, kind, out, addr, val, _cas_loop_prefix(sem, scope))
+            return
         if bits not in (32, 64):
-            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc}): only fp32 and fp64")
+            raise CodegenError(f"atomic {kind} on {ty} (at {op.loc}): only 16-, 32- and 64-bit floats")
         # IEEE order from integer order: non-negative floats order as signed
         # integers, negative ones reversed as unsigned integers.
         signed, c = ("int", "r") if bits == 32 else ("long long", "l")
@@ -373,7 +379,7 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     if native is None:
         if kind != "add" or bits != 16:
             raise CodegenError(f"atomic {kind} on {ty} (at {op.loc})")
-        _atomic_add16_cas_loop(em, ty, out, addr, val, _cas_loop_prefix(sem, scope))
+        _atomic16_cas_loop(em, ty, kind, out, addr, val, _cas_loop_prefix(sem, scope))
         return
     ptx, bits = native
     c = _CONSTRAINT[bits]
@@ -383,21 +389,74 @@ def _atomic_rmw_one(em: Emitter, op: Operation, ty, out: str, addr: str, val: st
     em.line(f"{out} = tt_bitcast<{ctype(ty)}>(tt_old);")
 
 
-def _atomic_add16_cas_loop(em: Emitter, ty, out: str, addr: str, val: str, prefix: str) -> None:
-    """A 16-bit float add as a compare-and-swap loop on the aligned 32-bit word
-    (what Triton does where the GPU has no such atomic add)."""
+def _atomic16_cas_loop(em: Emitter, ty, kind: str, out: str, addr: str, val: str, prefix: str) -> None:
+    """A 16-bit float atomic add, min or max as a compare-and-swap loop on the
+    aligned 32-bit word (what Triton does where the GPU has no such atomic).
+
+    min and max are IEEE 754-2019 minimumNumber and maximumNumber, as the GPU's
+    `min.f16` / `max.f16`: a NaN operand loses to a number (NaN only when both
+    are), and -0.0 orders below +0.0. When memory already holds the result the
+    loop ends without writing."""
     em.line(f"unsigned* tt_word = (unsigned*)((unsigned long long)({addr}) & ~3ull);")
     em.line(f"unsigned tt_shift = ((unsigned)(unsigned long long)({addr}) & 2u) * 8u;")
     em.line("unsigned tt_seen = *(volatile unsigned*)tt_word, tt_expected;")
     em.open("do")
     em.line("tt_expected = tt_seen;")
     em.line(f"{ctype(ty)} tt_cur = {{(unsigned short)(tt_expected >> tt_shift)}};")
-    total = narrow(f"({widen('tt_cur', ty)} + {widen(val, ty)})", ty)
-    em.line(f"unsigned tt_new = (tt_expected & ~(0xffffu << tt_shift)) | ((unsigned){total}.bits << tt_shift);")
+    current, operand = widen("tt_cur", ty), widen(val, ty)
+    if kind == "add":
+        result = narrow(f"({current} + {operand})", ty) + ".bits"
+    else:
+        beats, zero_sign = ("tt_b < tt_a", "") if kind == "min" else ("tt_b > tt_a", "!")
+        em.line(f"float tt_a = {current}, tt_b = {operand};")
+        em.line(f"bool tt_take = tt_a != tt_a || {beats} || (tt_b == tt_a && {zero_sign}({val}.bits & 0x8000u));")
+        em.line(f"if (!tt_take || tt_cur.bits == {val}.bits) break;")
+        result = f"{val}.bits"
+    em.line(f"unsigned tt_new = (tt_expected & ~(0xffffu << tt_shift)) | ((unsigned){result} << tt_shift);")
     em.line(f'asm volatile("{prefix}.cas.b32 %0, [%1], %2, %3;" : "=r"(tt_seen) : '
             f'"l"(tt_word), "r"(tt_expected), "r"(tt_new) : "memory");')
     em.close(" while (tt_seen != tt_expected);")
     em.line(f"{out} = {ctype(ty)}{{(unsigned short)(tt_expected >> tt_shift)}};")
+
+
+def has_vector_atomic(op: Operation, target: int) -> bool:
+    """Whether `op` is an atomic the target does on runs of elements: fp16/bf16
+    min and max on sm_90+ (`atom.global.v8.f16.min.noftz`, PTX 8.1), whose
+    access side is then coalesced into vectors as a store's is."""
+    ty = op.results[0].type.scalar if op.results else None
+    return (op.name == "atomic_rmw" and op.attrs.get("kind") in ("min", "max") and target >= 90
+            and ty is not None and ty.is_floating() and ty.primitive_bitwidth == 16)
+
+
+def _vector16_width(em: Emitter, op: Operation) -> int:
+    """Elements per native vector atom of a 16-bit float min/max on sm_90+
+    (`atom.global.v2/v4/v8.f16/bf16.min/max.noftz`: runs of contiguous, aligned
+    elements under one mask), or 1 where each element takes the CAS loop."""
+    ptr = op.operands[0]
+    if not has_vector_atomic(op, em.target) or not ptr.type.is_block():
+        return 1
+    vec = vector_width(em, ptr, op.operands[2] if len(op.operands) > 2 else None)
+    return vec if vec >= 2 else 1
+
+
+def _atomic_vector16(em: Emitter, op: Operation, out: str, first: int, vec: int, addr: str,
+                     value: Callable[[int], str], guard: str | None) -> None:
+    """`out[first:first + vec]` = the old values of one native vector min/max
+    of `vec` 16-bit floats at `addr` (atomic per element, as the manual says)."""
+    ty = op.results[0].type.scalar
+    sem, scope, _, _ = _sem_scope(em, op)  # sm_90+: no fences
+    ptx_type = "f16" if type_text(ty) == "fp16" else "bf16"
+    olds = ", ".join(f"%{i}" for i in range(vec))
+    values = ", ".join(f"%{vec + 1 + i}" for i in range(vec))
+    ptx = f"{_rmw_prefix(sem, scope)}.v{vec}.{ptx_type}.{op.attrs['kind']}.noftz {{{olds}}}, [%{vec}], {{{values}}};"
+    outputs = ", ".join(f'"=h"(tt_old[{i}])' for i in range(vec))
+    inputs = ", ".join([f'"l"({addr})'] + [f'"h"({value(first + i)}.bits)' for i in range(vec)])
+    em.open(f"if ({guard or 'true'})")
+    em.line(f"unsigned short tt_old[{vec}];")
+    em.line(f'asm volatile("{ptx}" : {outputs} : {inputs} : "memory");')
+    for i in range(vec):
+        em.line(f"{out}[{first + i}] = {ctype(ty)}{{tt_old[{i}]}};")
+    em.close()
 
 
 def _needs_broadcast(op: Operation) -> bool:
@@ -432,10 +491,16 @@ def emit_atomic(em: Emitter, op: Operation) -> None:
     unique = _unique_registers(linear)
     if not em.is_used(result) and _emit_reductions(em, op, linear, owner, unique):
         return
+    vec = _vector16_width(em, op)
     for reg in unique:
+        if vec > 1 and reg % vec:
+            continue  # done by the vector atom of its run
         guard = _and(em.reg(mask, reg) if mask is not None else None, owner)
-        _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
-                    em.reg(cmp, reg) if cmp is not None else None, guard)
+        if vec > 1:
+            _atomic_vector16(em, op, name, reg, vec, em.reg(ptr, reg), lambda r: em.reg(val, r), guard)
+        else:
+            _atomic_one(em, op, f"{name}[{reg}]", em.reg(ptr, reg), em.reg(val, reg),
+                        em.reg(cmp, reg) if cmp is not None else None, guard)
     if em.is_used(result) and (owner is not None or len(unique) < linear.num_registers):
         _share_from_owners(em, op, name)
 

@@ -73,6 +73,7 @@ from ...ir.layouts import (
 )
 from . import dot
 from .axis_info import AxisInfo, AxisInfoMap, analyze, max_vector_elements
+from .codegen_memory import has_vector_atomic
 
 _NO_RULE = OpSpec("", 0, None, "any")  # what an op without a spec relates: nothing
 _REMAT_LIMIT = 32
@@ -386,7 +387,7 @@ class _Assigner:
 
     def anchor_layout(self, op: Operation) -> DistributedLayout:
         ptr = op.operands[0]
-        vector = op.name in ("load", "store") or self._vector_reduction(op)
+        vector = op.name in ("load", "store") or self._vector_reduction(op) or has_vector_atomic(op, self.target)
         at_least = self.widest_access(ptr) if op.name == "load" else 1
         return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=vector, at_least=at_least)
 
