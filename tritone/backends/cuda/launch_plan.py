@@ -466,6 +466,8 @@ class LaunchPlan:
         if not isinstance(spec.num_ctas, int) or spec.num_ctas < 1:
             raise TritonError(f"kernel {spec.name}: num_ctas must be a positive integer, got {spec.num_ctas!r}")
         self.storage, converters = _allocate_storage(spec)
+        # one per descriptor type: descriptors of one type share their encoded maps
+        self._encoders: dict[str, TensorMapEncoder] = {}
         for slot, param in enumerate(spec.runtime_parameters):
             if param.is_tensormap:
                 converters[f"v{slot}"] = self._tensormap_writer(slot, param)
@@ -667,7 +669,10 @@ class LaunchPlan:
         spec = self.spec
         base_slot = spec.tensormaps[slot - (len(spec.runtime_parameters) - len(spec.tensormaps))]
         base = self.storage[base_slot]
-        encoder = TensorMapEncoder(self.driver, parse_type("tensordesc<" + param.type[len("tensormap<"):]))
+        encoder = self._encoders.get(param.type)
+        if encoder is None:
+            desc_type = parse_type("tensordesc<" + param.type[len("tensormap<"):])
+            encoder = self._encoders[param.type] = TensorMapEncoder(self.driver, desc_type)
         address = ctypes.addressof(self.storage[slot])
         memmove = ctypes.memmove
 
