@@ -435,19 +435,25 @@ def _check_descriptor_rows(op: Operation) -> None:
 
 
 def _check_tma_access(op: Operation) -> None:
-    """tma_load (tensor map, offsets) and tma_store (tensor map, value, offsets)."""
+    """tma_load (tensor map, offsets, and optionally shape and NaN-padding flag)
+    and tma_store (tensor map, value, offsets)."""
     tensormap = op.operands[0].type
     if not isinstance(tensormap, tensormap_type):
         _fail(f"the first operand must be a tensor map, got {_t(tensormap)}")
     rank = tensormap.rank
     first = 1 if op.name == "tma_load" else 2
-    if len(op.operands) != first + rank:
-        _fail(f"a rank-{rank} tensor map takes {first + rank} operands here, got {len(op.operands)}")
+    counts = (first + rank, first + 2 * rank + 1) if op.name == "tma_load" else (first + rank,)
+    if len(op.operands) not in counts:
+        _fail(f"a rank-{rank} tensor map takes {' or '.join(map(str, counts))} operands here, "
+              f"got {len(op.operands)}")
     if op.name == "tma_load":
         _expect_shaped("the result", op.results[0].type, tensormap.block)
     else:
         _expect_shaped("the value", op.operands[1].type, tensormap.block)
-    _expect_types("the offsets", _types(op.operands[first:]), [int32] * rank)
+    _expect_types("the offsets", _types(op.operands[first:first + rank]), [int32] * rank)
+    if len(op.operands) > first + rank:
+        _expect_types("the shape", _types(op.operands[first + rank:first + 2 * rank]), [int32] * rank)
+        _expect_type("the NaN-padding flag", op.operands[-1].type, int1)
 
 
 def _yield_types(region: Region) -> list[dtype]:

@@ -137,10 +137,12 @@ def test_fp8_nan_padding_is_written_by_the_kernel():
     """The copy engine moves fp8 as bytes and fills only zeros: the kernel puts
     the NaNs itself where the padding flag asks, from the shape it is given."""
     kernel = _compile(copy_2d, _signature("fp8e5", [8, 32]), {"BM": 8, "BN": 32}, 90)
-    ttir_after = kernel.asm["cuda"]
+    cuda = kernel.asm["cuda"]
     assert "cp.async.bulk.tensor" in kernel.asm["ptx"]
-    assert re.search(r"if \(arg5_src_nan_padding\)", ttir_after), "the NaN padding depends on the run-time flag"
-    assert "< (unsigned)arg1_src_shape0" in ttir_after and "< (unsigned)arg2_src_shape1" in ttir_after
+    assert re.search(r"if \(arg5_src_nan_padding\)", cuda), "the NaN padding depends on the run-time flag"
+    assert "< (unsigned)arg1_src_shape0" in cuda and "< (unsigned)arg2_src_shape1" in cuda
+    # the IR of the extra operands passes the verifier after every GPU pass
+    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, {"debug": True})
 
 
 def test_sm80_and_older_generate_what_they_did_without_the_tma_pass(monkeypatch):

@@ -6,7 +6,8 @@ functions (combine functions, libdevice prototypes) and the kernel
 (`__maxnreg__(maxnreg)` in place of the launch bounds when that option is set)
 
 whose parameters are the kernel function's arguments in order (pointers as
-`T*`, scalars by value). Its dynamic shared memory is `tt_smem`, of the size
+`T*`, scalars by value, TMA tensor maps as `const __grid_constant__
+tt_tensormap`, 128 bytes by value). Its dynamic shared memory is `tt_smem`, of the size
 `smem.py` planned (the launcher passes it).
 """
 

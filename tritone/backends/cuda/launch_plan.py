@@ -15,6 +15,9 @@ Arguments: pointers are a tensor (`data_ptr()`), an object with
 `__cuda_array_interface__` (CuPy, Numba), an int address or None (null); a tensor
 on the CPU or on another GPU is refused with an error naming the parameter.
 Scalars are written with the width of their signature type after a range check.
+A host tensor descriptor the kernel reads with TMA also gets its tensor map,
+appended after the other arguments (`LaunchSpec.tensormaps`), encoded by the
+driver once per distinct base, shape, strides and padding (`tensormap.py`).
 The stream is the caller's, else torch's current stream on the device once torch
 has initialised CUDA, else the default stream 0.
 """
