@@ -118,6 +118,9 @@ def test_host_descriptor_loads_and_stores_are_tma_copies_on_sm90(element, block)
     tile = block[0] * block[1] * dtype(element).itemsize
     assert kernel.metadata.shared >= tile + 8
     assert "descriptor_load" not in kernel.asm["cuda"]
+    # each thread moves 16 contiguous bytes of the row-major tile at a time, where the block gives it that many
+    if block[0] * block[1] * dtype(element).itemsize >= 16 * 128:
+        assert re.search(r"ld\.shared\.v4", ptx) and re.search(r"st\.shared\.v4", ptx)
 
 
 def test_3d_blocks_use_3d_copies_with_the_innermost_coordinate_first():
