@@ -9,7 +9,18 @@ from tritone.ir.core import Builder, Function, Location, Module, Region
 from tritone.ir.layouts import BlockedLayout, SwizzledSharedLayout
 from tritone.ir.ops import OP_SPECS
 from tritone.ir.parser import IRParseError
-from tritone.ir.types import block_type, float16, float32, int1, int32, int64, pointer_type, tensordesc_type, uint32
+from tritone.ir.types import (
+    block_type,
+    float16,
+    float32,
+    int1,
+    int32,
+    int64,
+    pointer_type,
+    tensordesc_type,
+    tensormap_type,
+    uint32,
+)
 
 V16F = block_type(float32, [16])
 V16I = block_type(int32, [16])
@@ -93,6 +104,11 @@ def build_kernel_module() -> Module:
     b.create("descriptor_atomic", [*parts, desc_row, pid, pid], [], {"kind": "max"})
     gathered = b.create_value("descriptor_gather", [*parts, nan_padding, offs, pid], block_type(float32, [16, 16]))
     b.create("descriptor_scatter", [*parts, gathered, offs, pid])
+    # TMA copies (the CUDA backend's tma pass): a tensor map argument appended to the kernel.
+    tensormap = kernel.body.add_arg(tensormap_type(one_row), "x_tensormap")
+    tma_row = b.create_value("tma_load", [tensormap, pid, pid], one_row)
+    b.create_value("tma_load", [tensormap, pid, pid, n, n, nan_padding], one_row)
+    b.create("tma_store", [tensormap, tma_row, pid, pid])
 
     combine = Region([float32, float32], ["l", "r"])
     Builder(combine).create("yield", [Builder(combine).create_value("add", combine.args, float32)])
@@ -184,8 +200,8 @@ def test_text_shape():
     text = print_module(build_kernel_module())
     lines = text.splitlines()
     assert lines[0] == "module @kernel attributes {num_warps = 4, num_ctas = 1, num_stages = 3, debug = false} {"
-    assert lines[1] == ('  tt.func @kernel(%x_ptr: *fp32, %y_ptr: *i32, %n: i32) {kernel = true} '
-                        'loc("/src/k.py":10:0) {')
+    assert lines[1] == ('  tt.func @kernel(%x_ptr: *fp32, %y_ptr: *i32, %n: i32, %x_tensormap: tensormap<fp32[1, 16]>) '
+                        '{kernel = true} loc("/src/k.py":10:0) {')
     assert lines[2] == '    %pid = program_id() {axis = 0} : () -> i32 loc("/src/k.py":12:4)'
     assert '    %0 = num_programs() {axis = 2} : () -> i32 loc("/src/k.py":12:4)' in lines
     assert "  tt.func @helper(%a: fp32, %b: i32) -> (fp32) {noinline = false} {" in lines

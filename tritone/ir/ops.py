@@ -259,6 +259,10 @@ def _build_table() -> dict[str, OpSpec]:
         OpSpec("async_copy", 3, 4, 0, effect=WRITE),
         OpSpec("async_commit", 0, 0, 0, effect=WRITE),
         OpSpec("async_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
+        # TMA copies of a host descriptor's block (the CUDA backend's `tma.py` on sm_90+): operands
+        # (tensor map, offsets..) for a load, (tensor map, value, offsets..) for a store
+        OpSpec("tma_load", 2, None, 1, effect=READ),
+        OpSpec("tma_store", 3, None, 0, effect=WRITE),
         # waits for asynchronous dots (wgmma) accumulating into its operands
         OpSpec("dot_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
     ]

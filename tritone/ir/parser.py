@@ -114,7 +114,7 @@ class _Parser:
     def type(self) -> dtype:
         self.skip_space()
         start = self.pos
-        if self.text.startswith("tensordesc<", start):
+        if self.text.startswith(("tensordesc<", "tensormap<"), start):
             end = self.text.find(">", start)
             if end < 0:
                 raise self.error("unterminated tensor descriptor type")

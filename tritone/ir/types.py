@@ -491,6 +491,67 @@ class tensordesc_type(dtype):
         return "TD" + self.block.mangle()
 
 
+class tensormap_type(dtype):
+    """A TMA tensor map of a host descriptor whose blocks are `block`: the
+    128 opaque bytes the CUDA driver encodes on the host
+    (`cuTensorMapEncodeTiled`) and the kernel receives by value. The CUDA
+    backend adds a kernel argument of this type for each host descriptor it
+    reads or writes with TMA (`backends/cuda/tma.py`); spelled
+    `tensormap<fp16[64, 64]>`."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: block_type):
+        block = block_type(block.element_ty, block.shape)
+        object.__setattr__(self, "block", block)
+        dims = ", ".join(str(s) for s in block.shape)
+        object.__setattr__(self, "_key", f"tensormap<{block.element_ty._key}[{dims}]>")
+        object.__setattr__(self, "name", f"tensormap<{block}>")
+
+    def __reduce__(self):
+        return (tensormap_type, (self.block,))
+
+    @property
+    def _info(self):
+        return ("tensormap", 1024, False, 0, 0)
+
+    @property
+    def element_ty(self) -> dtype:
+        return self.block.element_ty
+
+    @property
+    def scalar(self) -> "tensormap_type":
+        return self
+
+    @property
+    def rank(self) -> int:
+        return len(self.block.shape)
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_floating(self) -> bool:
+        return False
+
+    def kind(self) -> int:
+        raise TypeError("tensor maps have no arithmetic promotion kind")
+
+    def __eq__(self, other) -> bool:
+        return type(other) is tensormap_type and other.block == self.block
+
+    def __hash__(self) -> int:
+        return hash(("tensormap", self.block))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def mangle(self) -> str:
+        return "TM" + self.block.mangle()
+
+
 def type_text(ty: dtype) -> str:
     """The IR's compact spelling of `ty`, which `parse_type` (and the IR parser,
     for layouts) reads back: `i32`, `fp16`, `*fp32`, `*kfp32`, `<16x32xfp32>`,
@@ -539,13 +600,14 @@ def parse_type(text: str) -> dtype:
     Layout attributes inside block types are not parsed here (the IR parser
     handles them)."""
     text = text.strip()
-    if text.startswith("tensordesc<") and text.endswith(">"):
-        element, _, dims = text[len("tensordesc<"):-1].partition("[")
-        try:
-            shape = [int(d) for d in dims.rstrip("]").split(",")]
-        except ValueError:
-            raise ValueError(f"cannot parse tensor descriptor type {text!r}") from None
-        return tensordesc_type(block_type(parse_type(element), shape))
+    for prefix, kind in (("tensordesc<", tensordesc_type), ("tensormap<", tensormap_type)):
+        if text.startswith(prefix) and text.endswith(">"):
+            element, _, dims = text[len(prefix):-1].partition("[")
+            try:
+                shape = [int(d) for d in dims.rstrip("]").split(",")]
+            except ValueError:
+                raise ValueError(f"cannot parse tensor descriptor type {text!r}") from None
+            return kind(block_type(parse_type(element), shape))
     if text.startswith("<") and text.endswith(">"):
         parts = text[1:-1].split("x")
         dims: list[int] = []

@@ -36,7 +36,7 @@ from .ops import (
     YIELD_PARENTS,
 )
 from .printer import print_op
-from .types import block_type, dtype, int1, int32, int64, tensordesc_type, type_text
+from .types import block_type, dtype, int1, int32, int64, tensordesc_type, tensormap_type, type_text
 
 
 class IRVerificationError(TritonError):
@@ -434,6 +434,28 @@ def _check_descriptor_rows(op: Operation) -> None:
         _expect_shaped("the value", op.operands[5].type, rows)
 
 
+def _check_tma_access(op: Operation) -> None:
+    """tma_load (tensor map, offsets, and optionally shape and NaN-padding flag)
+    and tma_store (tensor map, value, offsets)."""
+    tensormap = op.operands[0].type
+    if not isinstance(tensormap, tensormap_type):
+        _fail(f"the first operand must be a tensor map, got {_t(tensormap)}")
+    rank = tensormap.rank
+    first = 1 if op.name == "tma_load" else 2
+    counts = (first + rank, first + 2 * rank + 1) if op.name == "tma_load" else (first + rank,)
+    if len(op.operands) not in counts:
+        _fail(f"a rank-{rank} tensor map takes {' or '.join(map(str, counts))} operands here, "
+              f"got {len(op.operands)}")
+    if op.name == "tma_load":
+        _expect_shaped("the result", op.results[0].type, tensormap.block)
+    else:
+        _expect_shaped("the value", op.operands[1].type, tensormap.block)
+    _expect_types("the offsets", _types(op.operands[first:first + rank]), [int32] * rank)
+    if len(op.operands) > first + rank:
+        _expect_types("the shape", _types(op.operands[first + rank:first + 2 * rank]), [int32] * rank)
+        _expect_type("the NaN-padding flag", op.operands[-1].type, int1)
+
+
 def _yield_types(region: Region) -> list[dtype]:
     return _types(region.ops[-1].operands)
 
@@ -611,6 +633,8 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "descriptor_atomic": _check_descriptor_access,
     "descriptor_gather": _check_descriptor_rows,
     "descriptor_scatter": _check_descriptor_rows,
+    "tma_load": _check_tma_access,
+    "tma_store": _check_tma_access,
     "reduce": _check_reduce_scan,
     "scan": _check_reduce_scan,
     "dot": _check_dot,

@@ -6,7 +6,8 @@ functions (combine functions, libdevice prototypes) and the kernel
 (`__maxnreg__(maxnreg)` in place of the launch bounds when that option is set)
 
 whose parameters are the kernel function's arguments in order (pointers as
-`T*`, scalars by value). Its dynamic shared memory is `tt_smem`, of the size
+`T*`, scalars by value, TMA tensor maps as `const __grid_constant__
+tt_tensormap`, 128 bytes by value). Its dynamic shared memory is `tt_smem`, of the size
 `smem.py` planned (the launcher passes it).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 
 from tritone.ir.core import Module
+from tritone.ir.types import tensormap_type
 
 # The op generators register themselves with codegen_base.EMITTERS on import.
 from . import (  # noqa: F401
@@ -27,9 +29,12 @@ from . import (  # noqa: F401
     codegen_layout,
     codegen_memory,
     codegen_reduce,
+    codegen_tma,
     dot,
 )
+from .bindings.driver_api import TENSOR_MAP_BYTES
 from .codegen_base import CodegenError, CodegenOptions, Emitter
+from .codegen_tma import tensormap_parameter
 from .codegen_types import ctype
 from .prelude import prelude
 
@@ -83,6 +88,9 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
             raise CodegenError(f"kernel argument {index} is a block ({arg.type})")
         param = _param_name(index, arg.name_hint)
         em.bind(arg, param)
+        if isinstance(arg.type, tensormap_type):
+            params.append((param, tensormap_parameter(em), TENSOR_MAP_BYTES))
+            continue
         params.append((param, ctype(arg.type), arg.type.itemsize if not arg.type.is_ptr() else 8))
     em.emit_region(fn.body)
 
@@ -115,6 +123,9 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
     metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
+    if fn.attrs.get("tensormaps"):
+        # per appended tensor map argument, the index of its host descriptor's argument
+        metadata["tensormaps"] = [int(index) for index in fn.attrs["tensormaps"]]
     if em.memo.get("arch_suffix"):
         # instructions of the architecture-specific target (wgmma: sm_90a)
         metadata["arch_suffix"] = em.memo["arch_suffix"]

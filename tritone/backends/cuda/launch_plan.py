@@ -15,6 +15,9 @@ Arguments: pointers are a tensor (`data_ptr()`), an object with
 `__cuda_array_interface__` (CuPy, Numba), an int address or None (null); a tensor
 on the CPU or on another GPU is refused with an error naming the parameter.
 Scalars are written with the width of their signature type after a range check.
+A host tensor descriptor the kernel reads with TMA also gets its tensor map,
+appended after the other arguments (`LaunchSpec.tensormaps`), encoded by the
+driver once per distinct base, shape, strides and padding (`tensormap.py`).
 The stream is the caller's, else torch's current stream on the device once torch
 has initialised CUDA, else the default stream 0.
 """
@@ -33,10 +36,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import OutOfResources, TritonError
-from ...ir.types import descriptor_leaf_types, is_descriptor_type
+from ...ir.types import descriptor_leaf_types, is_descriptor_type, parse_type
 from ...tensors import TensorWrapper
 from ...tools.tensor_descriptor import TensorDescriptor
 from .bindings.driver_api import (
+    TENSOR_MAP_BYTES,
     CudaDriver,
     CudaError,
     DeviceAttribute,
@@ -47,6 +51,7 @@ from .bindings.driver_api import (
     launch_attributes,
     launch_config,
 )
+from .tensormap import TensorMapEncoder
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 # Shared memory above this needs the MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in.
@@ -94,6 +99,12 @@ class Parameter:
     @property
     def is_constexpr(self) -> bool:
         return self.type == "constexpr"
+
+    @property
+    def is_tensormap(self) -> bool:
+        """Whether this is the TMA tensor map of a host descriptor (`tensormap<fp16[64, 64]>`),
+        which the launcher encodes from the whole descriptor."""
+        return isinstance(self.type, str) and self.type.startswith("tensormap<")
 
     @property
     def is_pointer(self) -> bool:
@@ -171,6 +182,10 @@ class LaunchSpec:
     argument_bytes: tuple[int, ...] | None = None
     """The size of each run-time parameter in the kernel's C signature, when the
     code generator reported it: checked against what the launcher writes."""
+    tensormaps: tuple[int, ...] = ()
+    """Host descriptors the kernel reads or writes with TMA: for each tensor map
+    the kernel takes after all other arguments, in order, the index among the
+    other run-time parameters of its descriptor (its base address)."""
 
     @property
     def block_size(self) -> int:
@@ -179,8 +194,18 @@ class LaunchSpec:
     @functools.cached_property
     def runtime_parameters(self) -> tuple[Parameter, ...]:
         """The values written at launch, one per argument of the compiled kernel:
-        the run-time parameters, tuple parameters as their run-time elements."""
-        return tuple(leaf for param in self.parameters for leaf in param.runtime_leaves())
+        the run-time parameters, tuple parameters as their run-time elements,
+        then one tensor map per host descriptor in `tensormaps`."""
+        leaves = tuple(leaf for param in self.parameters for leaf in param.runtime_leaves())
+        maps = []
+        for index in self.tensormaps:
+            base = leaves[index]
+            if not (base.in_descriptor and is_descriptor_type(base.type)):
+                raise TritonError(f"kernel {self.name}: the compiled kernel takes a tensor map for its argument "
+                                  f"{index} ({base.label}), which is not a host tensor descriptor")
+            maps.append(Parameter(base.num, base.name, "tensormap<" + base.type[len("tensordesc<"):],
+                                  base.path[:-1]))
+        return leaves + tuple(maps)
 
     @classmethod
     def from_compiled(cls, src: Any, metadata: Any, asm: Mapping[str, Any], kernel_hash: str) -> LaunchSpec:
@@ -212,7 +237,8 @@ class LaunchSpec:
                    num_ctas=field("num_ctas", 1), warp_size=getattr(field("target"), "warp_size", 32),
                    launch_pdl=bool(field("launch_pdl", False)),
                    launch_cooperative_grid=bool(field("launch_cooperative_grid", False)),
-                   argument_bytes=None if described is None else tuple(int(p[2]) for p in described))
+                   argument_bytes=None if described is None else tuple(int(p[2]) for p in described),
+                   tensormaps=tuple(int(i) for i in field("tensormaps", None) or ()))
 
     @classmethod
     def from_kernel(cls, kernel: Any) -> LaunchSpec:
@@ -443,6 +469,11 @@ class LaunchPlan:
         if not isinstance(spec.num_ctas, int) or spec.num_ctas < 1:
             raise TritonError(f"kernel {spec.name}: num_ctas must be a positive integer, got {spec.num_ctas!r}")
         self.storage, converters = _allocate_storage(spec)
+        # one per descriptor type: descriptors of one type share their encoded maps
+        self._encoders: dict[str, TensorMapEncoder] = {}
+        for slot, param in enumerate(spec.runtime_parameters):
+            if param.is_tensormap:
+                converters[f"v{slot}"] = self._tensormap_writer(slot, param)
         written = tuple(ctypes.sizeof(value) for value in self.storage)
         if spec.argument_bytes is not None and spec.argument_bytes != written:
             raise TritonError(f"kernel {spec.name}: the compiled kernel takes arguments of {spec.argument_bytes} "
@@ -613,7 +644,8 @@ class LaunchPlan:
         `code`. None when the plan launches with attributes (clusters and the like),
         passes some parameter as a converted value (fp16/bf16 scalars), or the
         driver has no cuLaunchKernelEx."""
-        if self._config is not None or any(p.type in _HALF_TYPES for p in self.spec.runtime_parameters):
+        if self._config is not None or any(p.type in _HALF_TYPES or p.is_tensormap
+                                           for p in self.spec.runtime_parameters):
             return None
         if self._inline_config is None:
             try:
@@ -633,6 +665,30 @@ class LaunchPlan:
         self._stream_slot.value = stream
         self._launch_failed(code, grid_x, 1, 1, "cuLaunchKernelEx")
 
+    def _tensormap_writer(self, slot: int, param: Parameter) -> Callable[[TensorDescriptor], None]:
+        """What writes the tensor map of host descriptor `param` into its slot:
+        encoded from the descriptor's base address (as written into its own slot
+        just before), shape, strides and padding, once per distinct such tuple."""
+        spec = self.spec
+        base_slot = spec.tensormaps[slot - (len(spec.runtime_parameters) - len(spec.tensormaps))]
+        base = self.storage[base_slot]
+        encoder = self._encoders.get(param.type)
+        if encoder is None:
+            desc_type = parse_type("tensordesc<" + param.type[len("tensormap<"):])
+            encoder = self._encoders[param.type] = TensorMapEncoder(self.driver, desc_type)
+        address = ctypes.addressof(self.storage[slot])
+        memmove = ctypes.memmove
+
+        def write(desc: TensorDescriptor) -> None:
+            try:
+                encoded = encoder(base.value, desc.shape, desc.strides, desc.padding)
+            except CudaError as error:
+                raise ValueError(f"kernel {spec.name}: tensor descriptor {param.label} (at {param.num}) cannot be "
+                                 f"read with TMA: {error}") from None
+            memmove(address, encoded, TENSOR_MAP_BYTES)
+
+        return write
+
     def _pointer(self, value: Any, slot: int) -> int:
         return pointer_address(value, self.spec.runtime_parameters[slot], self.device, self.driver, self.spec.name)
 
@@ -642,6 +698,8 @@ class LaunchPlan:
         spec = self.spec
         for param in spec.runtime_parameters:
             value = element_at(spec.name, param.name, param.path, values[param.num])
+            if param.is_tensormap:
+                continue  # its writer names the descriptor in what it raises
             if param.is_pointer:
                 try:
                     pointer_address(value, param, self.device, self.driver, spec.name)
@@ -702,6 +760,10 @@ def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
             value = _FLOAT_TYPES[kind]()
         elif kind in _HALF_TYPES:
             value = ctypes.c_uint16()
+        elif param.is_tensormap:
+            value = (ctypes.c_uint64 * (TENSOR_MAP_BYTES // 8))()  # written by the plan's tensor map writer
+            storage.append(value)
+            continue
         else:
             raise TritonError(f"kernel {spec.name}: parameter {param.label} has type {kind}, which tritone's "
                               "launcher cannot pass yet")
@@ -715,6 +777,8 @@ def _pack_lines(prefix: str, slot: int, param: Parameter) -> list[str]:
     """The generated statements writing argument `param` (a parameter or a tuple's
     element) into its slot."""
     name, kind, target = param.label, param.type, f"{prefix}v{slot}.value"
+    if param.is_tensormap:
+        return [f"{prefix}v{slot}({name})"]
     if param.is_pointer:
         return [
             f"if {prefix}type({name}) is {prefix}Tensor and {name}.get_device() == {prefix}device:",

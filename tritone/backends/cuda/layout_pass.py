@@ -403,6 +403,17 @@ class _Assigner:
             self._users = _users(self.fn)
         return not self._users.get(op.results[0])
 
+    def tile_layout(self, block: Value) -> BlockedLayout:
+        """The layout a block copied by TMA (`tma_load`, `tma_store`) is read from
+        or written to its row-major shared tile in when nothing else asks for
+        one: each thread's elements up to 16 contiguous bytes along the row."""
+        shape = tuple(block.type.shape)
+        numel = 1
+        for s in shape:
+            numel *= s
+        per_thread = min(max(1, 16 // block.type.scalar.itemsize), max(1, numel // (32 * self.num_warps)), shape[-1])
+        return default_blocked_layout(shape, self.num_warps, None, (1,) * (len(shape) - 1) + (per_thread,))
+
     def widest_access(self, ptr: Value) -> int:
         """The most elements one vector access of any load or store on a pointer
         block of `ptr`'s shape and dim order moves. A load whose own pointer is
@@ -435,6 +446,10 @@ class _Assigner:
         for op in block_memory:
             if op.name == "load":
                 self.offer(op.results[0], self.get(op.operands[0]))
+        tma = [op for op in _walk_with_regions(self.fn.body) if op.name in ("tma_load", "tma_store")]
+        for op in tma:
+            if op.name == "tma_load":
+                self.offer(op.results[0], self.tile_layout(op.results[0]))
         self.propagate()
         for op in block_memory:
             if op.name != "store":
@@ -464,6 +479,9 @@ class _Assigner:
                 # a warp's lanes spread across rows: its store converts to the
                 # coalesced layout through shared memory first, as Triton's does.
                 self.store_layouts[op] = coalesced
+        for op in tma:
+            if op.name == "tma_store" and self.offer(op.operands[1], self.tile_layout(op.operands[1])):
+                self.propagate()
         for v in self.values:
             if self.get(v) is None:
                 self.offer(v, default_blocked_layout(tuple(v.type.shape), self.num_warps))

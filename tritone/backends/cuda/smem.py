@@ -26,7 +26,7 @@ from tritone.ir.core import Function, Module, Operation, Value
 
 from ...ir.layouts import NvmmaSharedLayout
 from . import codegen  # noqa: F401  (registers each op's scratch size)
-from .codegen_base import SCRATCH
+from .codegen_base import SCRATCH, SCRATCH_ALIGNMENT
 from .dot.shared import TILE_DEFINING_OPS, is_shared_tile, tile_bytes
 
 _LOOPS = ("for", "while")
@@ -151,7 +151,8 @@ def plan(fn: Function) -> SharedMemoryPlan:
         size = scratch_bytes(op)
         if size > 0:
             at = positions.index[id(op)]
-            users.append(_User(op, _align(size, _SCRATCH_ALIGN), at, at, _SCRATCH_ALIGN))
+            align = SCRATCH_ALIGNMENT.get(op.name, _SCRATCH_ALIGN)
+            users.append(_User(op, _align(size, _SCRATCH_ALIGN), at, at, align))
     _place(users)
     total = max((u.offset + u.size for u in users), default=0)
     largest = max(users, key=lambda u: u.size).op if users else None

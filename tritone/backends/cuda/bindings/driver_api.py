@@ -67,7 +67,80 @@ _PROTOTYPES: dict[str, list[Any]] = {
     "cuGetErrorName": [_CUenum, POINTER(c_char_p)],
     "cuGetErrorString": [_CUenum, POINTER(c_char_p)],
     "cuOccupancyMaxActiveBlocksPerMultiprocessor": [POINTER(c_int32), c_void_p, c_int32, c_size_t],
+    # (tensor map, data type, rank, global address, dims, strides, box, element strides,
+    #  interleave, swizzle, L2 promotion, out-of-bounds fill)
+    "cuTensorMapEncodeTiled": [c_void_p, _CUenum, c_uint32, c_void_p, POINTER(c_uint64), POINTER(c_uint64),
+                               POINTER(c_uint32), POINTER(c_uint32), _CUenum, _CUenum, _CUenum, _CUenum],
 }
+
+TENSOR_MAP_BYTES = 128
+TENSOR_MAP_ALIGNMENT = 64  # CUtensorMap is declared alignas(64)
+
+
+class TensorMapDataType(enum.IntEnum):
+    """CUtensorMapDataType values."""
+
+    UINT8 = 0
+    UINT16 = 1
+    UINT32 = 2
+    INT32 = 3
+    UINT64 = 4
+    INT64 = 5
+    FLOAT16 = 6
+    FLOAT32 = 7
+    FLOAT64 = 8
+    BFLOAT16 = 9
+
+
+class TensorMapSwizzle(enum.IntEnum):
+    """CUtensorMapSwizzle values (not the wgmma descriptor's swizzle codes)."""
+
+    NONE = 0
+    B32 = 1
+    B64 = 2
+    B128 = 3
+
+
+class TensorMapL2Promotion(enum.IntEnum):
+    """CUtensorMapL2promotion values."""
+
+    NONE = 0
+    L2_64B = 1
+    L2_128B = 2
+    L2_256B = 3
+
+
+class TensorMapOOBFill(enum.IntEnum):
+    """CUtensorMapFloatOOBfill values: what a TMA load reads outside the tensor."""
+
+    NONE = 0  # zeros
+    NAN_REQUEST_ZERO_FMA = 1  # NaNs (floating-point data types only)
+
+
+TENSOR_MAP_INTERLEAVE_NONE = 0
+
+
+@dataclass(frozen=True)
+class TensorMapEncoding:
+    """The arguments of one `cuTensorMapEncodeTiled` call, dims innermost first:
+    `dims` the tensor's extent per dim, `strides` the byte strides of dims 1 and
+    up (the innermost is contiguous), `box` the block copied per dim,
+    `element_strides` the step inside the box per dim (1 for a dense box)."""
+
+    data_type: TensorMapDataType
+    address: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE
+    l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.L2_128B
+    oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE
+    interleave: int = TENSOR_MAP_INTERLEAVE_NONE
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
 
 
 class DeviceAttribute(enum.IntEnum):
@@ -498,6 +571,27 @@ class CudaDriver:
         self._call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), function, block_size,
                    dynamic_shared_bytes)
         return blocks.value
+
+    # ---------------------------------------------------------------- tensor maps
+
+    def tensor_map_encode_tiled(self, encoding: TensorMapEncoding) -> bytes:
+        """The 128 bytes of the TMA tensor map `encoding` describes
+        (`cuTensorMapEncodeTiled`), to pass to a kernel by value. Raises
+        `CudaError` naming the encoding when the driver refuses it."""
+        rank = encoding.rank
+        # ctypes aligns to 8 at most: place the 64-byte aligned map inside a larger buffer.
+        buffer = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGNMENT)
+        address = -(-ctypes.addressof(buffer) // TENSOR_MAP_ALIGNMENT) * TENSOR_MAP_ALIGNMENT
+        code = self.function("cuTensorMapEncodeTiled")(
+            address, int(encoding.data_type), rank, encoding.address, (c_uint64 * rank)(*encoding.dims),
+            (c_uint64 * max(1, rank - 1))(*encoding.strides), (c_uint32 * rank)(*encoding.box),
+            (c_uint32 * rank)(*encoding.element_strides), encoding.interleave, int(encoding.swizzle),
+            int(encoding.l2_promotion), int(encoding.oob_fill))
+        self.check("cuTensorMapEncodeTiled", code,
+                   f"data type {encoding.data_type.name}, address 0x{encoding.address:x}, dims {encoding.dims}, "
+                   f"byte strides {encoding.strides}, box {encoding.box} (innermost dim first), "
+                   f"swizzle {encoding.swizzle.name}, fill {encoding.oob_fill.name}")
+        return ctypes.string_at(address, TENSOR_MAP_BYTES)
 
     # ---------------------------------------------------------------- memory
 

@@ -1,0 +1,503 @@
+"""TMA for host tensor descriptors on sm_90+ (`backends/cuda/tma.py`,
+`codegen_tma.py`, `tensormap.py`, the launch plan's tensor maps).
+
+Without a GPU: kernels compile with NVRTC for sm_90 into PTX holding
+`cp.async.bulk.tensor` and `mbarrier`, while sm_80 gets exactly the pointer
+code it got before; which descriptors keep pointer code and why; the
+arguments of `cuTensorMapEncodeTiled` and the bytes a launch passes, against a
+simulated driver. On a GPU (`gpu` marker): TMA loads and stores of 2-D and 3-D
+blocks of every dtype family, straddling the tensor's edges with zero and NaN
+padding, bit-exact against torch; the same checks also run in the interpreter
+here, so their own logic is tested everywhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import lowering, tma
+from tritone.backends.cuda.bindings.driver_api import (
+    CudaDriver,
+    FunctionAttribute,
+    TensorMapDataType,
+    TensorMapL2Promotion,
+    TensorMapOOBFill,
+)
+from tritone.backends.cuda.launch_plan import LaunchPlan, LaunchSpec
+from tritone.backends.cuda.tensormap import tma_unsupported_reason
+from tritone.compiler import ASTSource
+from tritone.ir.parser import parse_module
+from tritone.ir.types import block_type, dtype, parse_type, tensordesc_type, tensormap_type, type_text
+from tritone.platform import SimulatedLibrary
+from tritone.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def copy_2d(src, dst, out, BM: tl.constexpr, BN: tl.constexpr):
+    """Block (pm, pn) of `src`, shifted up-left by half a block (so blocks
+    straddle every edge, offsets below 0 included): into `out` (where the
+    padding shows) and through `dst.store` back to where it came from (out
+    of bounds dropped)."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    m, n = pm * BM - BM // 2, pn * BN - BN // 2
+    block = src.load([m, n])
+    rows = (pm * BM + tl.arange(0, BM))[:, None]
+    cols = (pn * BN + tl.arange(0, BN))[None, :]
+    tl.store(out + rows * (tl.num_programs(1) * BN) + cols, block)
+    dst.store([m, n], block)
+
+
+@triton.jit
+def copy_3d(src, dst, out, BA: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """`copy_2d` in three dims."""
+    pa, pm, pn = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    a, m, n = pa * BA - BA // 2, pm * BM - BM // 2, pn * BN - BN // 2
+    block = src.load([a, m, n])
+    i = (pa * BA + tl.arange(0, BA))[:, None, None]
+    j = (pm * BM + tl.arange(0, BM))[None, :, None]
+    k = (pn * BN + tl.arange(0, BN))[None, None, :]
+    rows, cols = tl.num_programs(1) * BM, tl.num_programs(2) * BN
+    tl.store(out + (i * rows + j) * cols + k, block)
+    dst.store([a, m, n], block)
+
+
+@triton.jit
+def load_and_add(desc, out, BM: tl.constexpr, BN: tl.constexpr):
+    """A TMA load and a descriptor atomic (pointer code) on one host descriptor."""
+    block = desc.load([0, 0])
+    tl.store(out + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], block)
+    desc.atomic_add([0, 0], block)
+
+
+@triton.jit
+def two_loads(wide, narrow, out, out2, BM: tl.constexpr, BN: tl.constexpr, BN2: tl.constexpr):
+    rows = tl.arange(0, BM)[:, None]
+    tl.store(out + rows * BN + tl.arange(0, BN)[None, :], wide.load([0, 0]))
+    tl.store(out2 + rows * BN2 + tl.arange(0, BN2)[None, :], narrow.load([0, 0]))
+
+
+def _signature(element: str, block: list[int]) -> dict:
+    desc = f"tensordesc<{element}[{', '.join(map(str, block))}]>"
+    return {"src": desc, "dst": desc, "out": f"*{element}"}
+
+
+def _compile(kernel, signature: dict, constants: dict, arch: int):
+    return triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", arch, 32))
+
+
+_2D = {"BM": 16, "BN": 64}
+
+
+# -- compiled for sm_90 and sm_80 --------------------------------------------------------------
+
+@pytest.mark.parametrize("element, block", [("fp16", [16, 64]), ("fp8e4nv", [8, 32]), ("i8", [32, 16]),
+                                            ("fp32", [8, 4])])
+def test_host_descriptor_loads_and_stores_are_tma_copies_on_sm90(element, block):
+    kernel = _compile(copy_2d, _signature(element, block), {"BM": block[0], "BN": block[1]}, 90)
+    assert kernel.asm["cubin"][:4] == b"\x7fELF"
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes", ptx)
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group", ptx)
+    for instruction in ("mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+                        "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.inval.shared::cta.b64",
+                        "fence.proxy.async.shared::cta", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group"):
+        assert instruction in ptx, instruction
+    # the two tensor maps come after the 13 other arguments, 128 bytes each, by value
+    params = kernel.metadata.params
+    assert [p[1] for p in params[-2:]] == ["const __grid_constant__ tt_tensormap"] * 2
+    assert [p[2] for p in params[-2:]] == [128, 128] and len(params) == 15
+    assert list(kernel.metadata.tensormaps) == [0, 6]
+    # the tile (128-byte aligned) and its mbarrier are in the dynamic shared memory
+    tile = block[0] * block[1] * dtype(element).itemsize
+    assert kernel.metadata.shared >= tile + 8
+    assert "descriptor_load" not in kernel.asm["cuda"]
+    # each thread moves 16 contiguous bytes of the row-major tile at a time, where the block gives it that many
+    if block[0] * block[1] * dtype(element).itemsize >= 16 * 128:
+        assert re.search(r"ld\.shared\.v4", ptx) and re.search(r"st\.shared\.v4", ptx)
+
+
+def test_3d_blocks_use_3d_copies_with_the_innermost_coordinate_first():
+    signature = {"src": "tensordesc<bf16[2, 8, 32]>", "dst": "tensordesc<bf16[2, 8, 32]>", "out": "*bf16"}
+    kernel = _compile(copy_3d, signature, {"BA": 2, "BM": 8, "BN": 32}, 90)
+    ptx = kernel.asm["ptx"]
+    load = re.search(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\S* \[%r\d+\], \[%rd\d+, \{(%r\d+), (%r\d+), "
+                     r"(%r\d+)\}\]", ptx)
+    assert load, "a 3-D tensor copy with three coordinates"
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group" in ptx
+    cuda = kernel.asm["cuda"]
+    # the C wrapper lists the coordinates outermost first; the PTX operands reverse them
+    assert "[%1, {%5, %4, %3}], [%2]" in cuda
+
+
+def test_fp8_nan_padding_is_written_by_the_kernel():
+    """The copy engine moves fp8 as bytes and fills only zeros: the kernel puts
+    the NaNs itself where the padding flag asks, from the shape it is given."""
+    kernel = _compile(copy_2d, _signature("fp8e5", [8, 32]), {"BM": 8, "BN": 32}, 90)
+    cuda = kernel.asm["cuda"]
+    assert "cp.async.bulk.tensor" in kernel.asm["ptx"]
+    assert re.search(r"if \(arg5_src_nan_padding\)", cuda), "the NaN padding depends on the run-time flag"
+    assert "< (unsigned)arg1_src_shape0" in cuda and "< (unsigned)arg2_src_shape1" in cuda
+    # the IR of the extra operands passes the verifier after every GPU pass
+    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, {"debug": True})
+
+
+def test_sm80_and_older_generate_what_they_did_without_the_tma_pass(monkeypatch):
+    """Below sm_90 the tma pass changes nothing: the CUDA is the same with it and without it."""
+    signature = _signature("fp16", [16, 64])
+
+    def cuda_for(arch: int) -> str:
+        source = ASTSource(copy_2d, signature, _2D)
+        return triton.compile(source, target=GPUTarget("cuda", arch, 32)).asm["cuda"]
+
+    with_tma = {arch: cuda_for(arch) for arch in (75, 80)}
+    monkeypatch.setattr(lowering, "GPU_PASSES", tuple(p for p in lowering.GPU_PASSES if p is not tma))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    for arch, cuda in with_tma.items():
+        assert cuda_for(arch) == cuda, f"sm_{arch}"
+        assert "tt_tensormap" not in cuda and "cp.async.bulk" not in cuda
+
+
+@pytest.mark.parametrize("element, block, reason", [
+    ("fp16", [16, 4], "innermost dim is 8 bytes"),
+    ("i8", [64, 8], "innermost dim is 8 bytes"),
+    ("fp32", [512, 4], "has a dim above 256"),
+    ("fp32", [128, 256], "more than the 65536 staged"),
+    ("fp8e4b15", [16, 32], "no data type for fp8e4b15"),
+])
+def test_descriptors_tma_cannot_copy_keep_pointer_code(element, block, reason):
+    desc_type = tensordesc_type(block_type(dtype(element), block))
+    assert reason in tma_unsupported_reason(desc_type)
+    if element == "fp8e4b15" or block[0] > 256:
+        return  # no such kernel compiles in pointer code either (no C type; too many registers)
+    kernel = _compile(copy_2d, _signature(element, block), {"BM": block[0], "BN": block[1]}, 90)
+    assert "cp.async.bulk.tensor" not in kernel.asm["ptx"]
+    assert "tt_tensormap" not in kernel.asm["cuda"] and not getattr(kernel.metadata, "tensormaps", None)
+
+
+def test_supported_blocks_have_no_reason():
+    for element, block in [("fp16", [16, 8]), ("fp32", [256, 4]), ("i8", [1, 16]), ("fp64", [2, 2, 2]),
+                           ("bf16", [1, 1, 1, 1, 8]), ("fp8e4nv", [64, 16])]:
+        assert tma_unsupported_reason(tensordesc_type(block_type(dtype(element), block))) is None, element
+
+
+def test_the_ir_records_the_choice_per_op(capsys):
+    """The IR dumped after the GPU passes (TRITONE_DUMP_IR) shows the TMA op,
+    the tensor map argument and, for a descriptor left to pointer code, why."""
+    signature = {"wide": "tensordesc<fp16[16, 64]>", "narrow": "tensordesc<fp16[16, 4]>", "out": "*fp16",
+                 "out2": "*fp16"}
+    kernel = _compile(two_loads, signature, {"BM": 16, "BN": 64, "BN2": 4}, 90)
+    # debug: the IR verified after every GPU pass
+    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, {"debug": True}, dump_ir=True)
+    dump = capsys.readouterr().err
+    after_tma = dump[dump.index("IR Dump After tma "):dump.index("IR Dump After lower_descriptors ")]
+    assert "tma_load(" in after_tma and "tensormap<fp16[16, 64]>" in after_tma
+    assert "descriptor_load(" in after_tma, "the narrow descriptor's load is left to lower_descriptors"
+    assert "innermost dim is 8 bytes" in after_tma
+
+
+def test_a_descriptor_read_by_tma_keeps_its_base_for_pointer_code():
+    signature = {"desc": "tensordesc<fp32[16, 32]>", "out": "*fp32"}
+    kernel = _compile(load_and_add, signature, {"BM": 16, "BN": 32}, 90)
+    ptx = kernel.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx
+    assert re.search(r"(atom|red)\.global(\.\w+)*\.add(\.v\d)?\.f32", ptx), "the atomic is pointer code on the base address"
+
+
+def test_tensormap_types_print_and_parse():
+    ty = tensormap_type(block_type(dtype("fp16"), [64, 32]))
+    assert type_text(ty) == "tensormap<fp16[64, 32]>" and parse_type(type_text(ty)) == ty
+    assert ty.itemsize == 128 and ty != tensordesc_type(block_type(dtype("fp16"), [64, 32]))
+
+
+# -- the launch, against a simulated driver ----------------------------------------------------
+
+class TensorMapDriver:
+    """A one-GPU (sm_90) driver that records every `cuTensorMapEncodeTiled`
+    call's arguments and answers with 128 bytes derived from them, and every
+    launch's argument bytes."""
+
+    def __init__(self):
+        self.encodes: list[dict] = []
+        self.launches: list[list[bytes]] = []
+        self.sizes: list[int] = []
+        store = self._store
+        self.library = SimulatedLibrary({
+            "cuDeviceGet": lambda out, ordinal: store(out, ordinal),
+            "cuDeviceGetAttribute": lambda out, attribute, device: store(out, 232448 if attribute == 97 else 65536),
+            "cuDevicePrimaryCtxRetain": lambda out, device: store(out, 0xC0),
+            "cuCtxGetCurrent": lambda out: store(out, 0xC0),
+            "cuCtxSetCurrent": lambda context: 0,
+            "cuModuleLoadDataEx": lambda out, image, count, keys, values: store(out, 0x100),
+            "cuModuleGetFunction": lambda out, module, name: store(out, 0x200),
+            "cuFuncGetAttribute": lambda out, attribute, function: store(out, {
+                FunctionAttribute.NUM_REGS: 32, FunctionAttribute.MAX_THREADS_PER_BLOCK: 1024}.get(attribute, 0)),
+            "cuFuncSetAttribute": lambda *arguments: 0,
+            "cuTensorMapEncodeTiled": self._encode,
+            "cuLaunchKernel": self._launch,
+            "cuGetErrorName": lambda code, out: 1,
+            "cuGetErrorString": lambda code, out: 1,
+        })
+        self.driver = CudaDriver(self.library, "/simulated/libcuda.so.1")
+
+    @staticmethod
+    def _store(out, value) -> int:
+        SimulatedLibrary.target(out).value = value
+        return 0
+
+    def _encode(self, tensor_map, data_type, rank, address, dims, strides, box, element_strides, interleave,
+                swizzle, l2, fill) -> int:
+        self.encodes.append({
+            "aligned": tensor_map % 64 == 0, "data_type": data_type, "rank": rank, "address": address,
+            "dims": list(dims), "strides": list(strides)[:rank - 1], "box": list(box),
+            "element_strides": list(element_strides), "interleave": interleave, "swizzle": swizzle, "l2": l2,
+            "fill": fill})
+        marker = len(self.encodes).to_bytes(8, "little") + address.to_bytes(8, "little")
+        ctypes.memmove(tensor_map, marker * 8, 128)
+        return 0
+
+    def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra) -> int:
+        self.launches.append([ctypes.string_at(parameters[i], size) for i, size in enumerate(self.sizes)])
+        return 0
+
+
+class FakeTensor:
+    """A tensor of cuda:0 at `address` as the launcher sees one."""
+
+    def __init__(self, address: int, torch_dtype, shape: tuple[int, ...], strides: tuple[int, ...] | None = None):
+        self.address, self.dtype, self.shape = address, torch_dtype, shape
+        self.device = torch.device("cuda", 0)
+        self._strides = strides or tuple(torch.empty(shape, device="meta").stride())
+
+    def data_ptr(self) -> int:
+        return self.address
+
+    def stride(self) -> tuple[int, ...]:
+        return self._strides
+
+
+@pytest.fixture
+def simulated_plan():
+    """(the simulated driver, the copy_2d plan for fp16 [16, 64] blocks on it)."""
+    kernel = _compile(copy_2d, _signature("fp16", [16, 64]), _2D, 90)
+    spec = LaunchSpec.from_kernel(kernel)
+    gpu = TensorMapDriver()
+    gpu.sizes = list(spec.argument_bytes)
+    return gpu, LaunchPlan(spec, 0, gpu.driver)
+
+
+def test_the_tensor_map_is_encoded_from_the_descriptor(simulated_plan):
+    gpu, plan = simulated_plan
+    base = 0x7F00_0000_1000
+    # a (40, 96) window of a (64, 128) fp16 tensor, from its column 8: strides of the whole
+    src = TensorDescriptor(FakeTensor(base + 16, torch.float16, (64, 128)), [40, 96], [128, 1], [16, 64],
+                           padding="nan")
+    dst = TensorDescriptor.from_tensor(FakeTensor(base + 0x10000, torch.float16, (40, 96)), [16, 64])
+    out = FakeTensor(base + 0x20000, torch.float16, (48, 128))
+    plan.launch(3, 2, 1, 0, src, dst, out, 16, 64)
+    encoded_src, encoded_dst = gpu.encodes
+    assert encoded_src == {"aligned": True, "data_type": TensorMapDataType.FLOAT16, "rank": 2, "address": base + 16,
+                           "dims": [96, 40], "strides": [256], "box": [64, 16], "element_strides": [1, 1],
+                           "interleave": 0, "swizzle": 0, "l2": TensorMapL2Promotion.L2_128B,
+                           "fill": TensorMapOOBFill.NAN_REQUEST_ZERO_FMA}
+    assert encoded_dst["address"] == base + 0x10000 and encoded_dst["fill"] == TensorMapOOBFill.NONE
+    assert encoded_dst["dims"] == [96, 40] and encoded_dst["strides"] == [192]
+    arguments = gpu.launches[-1]
+    # the maps are the last two arguments, 128 bytes each, as the driver encoded them
+    assert arguments[-2] == ((1).to_bytes(8, "little") + (base + 16).to_bytes(8, "little")) * 8
+    assert arguments[-1] == ((2).to_bytes(8, "little") + (base + 0x10000).to_bytes(8, "little")) * 8
+    assert int.from_bytes(arguments[0], "little") == base + 16  # the base pointer is passed as before
+
+
+def test_a_descriptor_seen_before_is_not_encoded_again(simulated_plan):
+    gpu, plan = simulated_plan
+    tensor = FakeTensor(0x7F00_0000_0000, torch.float16, (40, 96))
+    other = FakeTensor(0x7F00_0001_0000, torch.float16, (40, 96))
+    out = FakeTensor(0x7F00_0002_0000, torch.float16, (48, 128))
+    for _ in range(3):  # new descriptor objects of the same tensor: one encoding each
+        plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(tensor, [16, 64]),
+                    TensorDescriptor.from_tensor(tensor, [16, 64]), out, 16, 64)
+    assert len(gpu.encodes) == 1
+    plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(other, [16, 64]),
+                TensorDescriptor.from_tensor(tensor, [16, 64], padding="nan"), out, 16, 64)
+    assert [e["address"] for e in gpu.encodes] == [tensor.address, other.address, tensor.address]
+    assert gpu.encodes[-1]["fill"] == TensorMapOOBFill.NAN_REQUEST_ZERO_FMA
+    assert plan.inline_parts() is None  # the dispatcher leaves tensor maps to the plan's launch
+
+
+def test_a_refused_encoding_names_the_descriptor(simulated_plan):
+    gpu, plan = simulated_plan
+    gpu.library.functions["cuTensorMapEncodeTiled"].implementation = lambda *arguments: 1
+    tensor = FakeTensor(0x7F00_0000_0000, torch.float16, (40, 96))
+    out = FakeTensor(0x7F00_0002_0000, torch.float16, (48, 128))
+    with pytest.raises(ValueError, match=r"(?s)kernel copy_2d: tensor descriptor src \(at 0\) cannot be read with TMA"
+                                         r".*cuTensorMapEncodeTiled.*dims \(96, 40\)"):
+        plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(tensor, [16, 64]),
+                    TensorDescriptor.from_tensor(tensor, [16, 64]), out, 16, 64)
+
+
+def test_the_fp8_tensor_map_asks_no_nan_fill_of_the_copy_engine():
+    kernel = _compile(copy_2d, _signature("fp8e4nv", [8, 32]), {"BM": 8, "BN": 32}, 90)
+    spec = LaunchSpec.from_kernel(kernel)
+    gpu = TensorMapDriver()
+    gpu.sizes = list(spec.argument_bytes)
+    plan = LaunchPlan(spec, 0, gpu.driver)
+    tensor = FakeTensor(0x7F00_0000_0000, torch.float8_e4m3fn, (24, 64))
+    out = FakeTensor(0x7F00_0002_0000, torch.float8_e4m3fn, (32, 96))
+    plan.launch(4, 3, 1, 0, TensorDescriptor.from_tensor(tensor, [8, 32], padding="nan"),
+                TensorDescriptor.from_tensor(tensor, [8, 32]), out, 8, 32)
+    assert [(e["data_type"], e["fill"]) for e in gpu.encodes] == [(TensorMapDataType.UINT8, TensorMapOOBFill.NONE)] * 2
+    assert gpu.launches[-1][5] == b"\x01"  # the padding flag the kernel applies
+
+
+# -- on the GPU (and the same checks in the interpreter) ---------------------------------------
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    integer = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()]
+    return tensor.contiguous().view(integer)
+
+
+def assert_same(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    """`actual` holds `expected` bit for bit, NaNs anywhere as NaNs: else an
+    error naming `what`, how many elements differ and the first of them."""
+    actual, expected = actual.cpu(), expected.cpu()
+    if actual.dtype.is_floating_point:
+        nan_actual, nan_expected = actual.float().isnan(), expected.float().isnan()
+        wrong = (nan_actual != nan_expected) | (~nan_expected & (_bits(actual) != _bits(expected)))
+    else:
+        wrong = actual != expected
+    if wrong.any():
+        first = tuple(int(i) for i in wrong.nonzero()[0])
+        raise AssertionError(f"{what}: {int(wrong.sum())} of {wrong.numel()} elements differ; first at {first}: "
+                             f"got {actual[first].float().item()!r}, expected {expected[first].float().item()!r}")
+
+
+def _random(shape: tuple[int, ...], torch_dtype, device: str) -> torch.Tensor:
+    if torch_dtype.is_floating_point:
+        return torch.randn(shape, device=device).mul(4).to(torch_dtype)
+    info = torch.iinfo(torch_dtype)
+    return torch.randint(max(info.min, -1000), min(info.max, 1000), shape, device=device).to(torch_dtype)
+
+
+def _shifted_blocks(src: torch.Tensor, grid: tuple[int, ...], block: list[int], fill: float) -> torch.Tensor:
+    """What the copy kernels write into `out`: the blocks of `src` shifted by
+    half a block, `fill` outside it."""
+    out = torch.full(tuple(g * b for g, b in zip(grid, block)), fill, dtype=torch.float32).to(src.dtype)
+    window = tuple(slice(b // 2, b // 2 + s) for b, s in zip(block, src.shape))
+    out[window] = src.cpu()
+    return out
+
+
+# (torch dtype, block, tensor shape); the shapes' rows are multiples of 16 bytes as descriptors need
+CASES_2D = [
+    (torch.float16, [16, 64], (37, 72)),
+    (torch.float16, [64, 32], (100, 40)),
+    (torch.bfloat16, [32, 16], (45, 24)),
+    (torch.float32, [8, 4], (13, 12)),
+    (torch.float32, [32, 64], (70, 100)),
+    (torch.int8, [32, 16], (50, 48)),
+    (torch.int8, [16, 128], (20, 144)),
+    (torch.int32, [16, 8], (30, 20)),
+    (torch.float8_e4m3fn, [8, 32], (21, 48)),
+    (torch.float8_e5m2, [16, 64], (33, 80)),
+    (torch.float16, [16, 4], (37, 24)),  # an 8-byte inner block: pointer code on every target
+]
+
+
+def check_copy_2d(device: str, torch_dtype, block: list[int], shape: tuple[int, int], padding: str) -> None:
+    what = f"{torch_dtype} block {block} of a {shape} tensor, padding {padding}"
+    src = _random(shape, torch_dtype, device)
+    dst = _random(shape, torch_dtype, device)  # every element is written: no stale value may stay
+    grid = tuple(-(-(s + b // 2) // b) for s, b in zip(shape, block))
+    out = _random(tuple(g * b for g, b in zip(grid, block)), torch_dtype, device)
+    copy_2d[grid](TensorDescriptor.from_tensor(src, block, padding),
+                  TensorDescriptor.from_tensor(dst, block), out, block[0], block[1])
+    fill = float("nan") if padding == "nan" else 0.0
+    assert_same(out, _shifted_blocks(src, grid, block, fill), f"loaded blocks of {what}")
+    assert_same(dst, src, f"stored blocks of {what}")
+
+
+def check_copy_of_a_strided_window(device: str) -> None:
+    """A descriptor over part of a bigger tensor: its strides, not its shape, step the rows."""
+    whole = _random((50, 160), torch.float16, device)
+    window = whole[3:43, 16:112]
+    dst_whole = _random((50, 160), torch.float16, device)
+    dst_window = dst_whole[3:43, 16:112]
+    untouched = dst_whole.clone()
+    block = [16, 32]
+    grid = (-(-(40 + 8) // 16), -(-(96 + 16) // 32))
+    out = _random((grid[0] * 16, grid[1] * 32), torch.float16, device)
+    copy_2d[grid](TensorDescriptor.from_tensor(window, block), TensorDescriptor.from_tensor(dst_window, block), out,
+                  16, 32)
+    assert_same(out, _shifted_blocks(window, grid, block, 0.0), "loaded blocks of a strided window")
+    assert_same(dst_window, window, "stored blocks of a strided window")
+    untouched[3:43, 16:112] = window
+    assert_same(dst_whole, untouched, "the tensor around a stored window")
+
+
+CASES_3D = [
+    (torch.float16, [2, 8, 32], (5, 19, 40)),
+    (torch.float32, [4, 4, 8], (7, 9, 12)),
+    (torch.int8, [2, 16, 32], (3, 20, 48)),
+    (torch.bfloat16, [1, 16, 16], (3, 17, 24)),
+]
+
+
+def check_copy_3d(device: str, torch_dtype, block: list[int], shape: tuple[int, int, int], padding: str) -> None:
+    what = f"{torch_dtype} block {block} of a {shape} tensor, padding {padding}"
+    src = _random(shape, torch_dtype, device)
+    dst = _random(shape, torch_dtype, device)
+    grid = tuple(-(-(s + b // 2) // b) for s, b in zip(shape, block))
+    out = _random(tuple(g * b for g, b in zip(grid, block)), torch_dtype, device)
+    copy_3d[grid](TensorDescriptor.from_tensor(src, block, padding), TensorDescriptor.from_tensor(dst, block), out,
+                  *block)
+    fill = float("nan") if padding == "nan" else 0.0
+    assert_same(out, _shifted_blocks(src, grid, block, fill), f"loaded blocks of {what}")
+    assert_same(dst, src, f"stored blocks of {what}")
+
+
+def _paddings(torch_dtype) -> list[str]:
+    return ["zero", "nan"] if torch_dtype.is_floating_point else ["zero"]
+
+
+CHECKS = ([pytest.param(check_copy_2d, (dt, block, shape, padding), id=f"2d-{dt}-{block}-{shape}-{padding}")
+           for dt, block, shape in CASES_2D for padding in _paddings(dt)]
+          + [pytest.param(check_copy_3d, (dt, block, shape, padding), id=f"3d-{dt}-{block}-{shape}-{padding}")
+             for dt, block, shape in CASES_3D for padding in _paddings(dt)]
+          + [pytest.param(lambda device: check_copy_of_a_strided_window(device), (), id="strided-window")])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("check, arguments", CHECKS)
+def test_tma_on_the_gpu(check, arguments, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    check("cuda", *arguments)
+
+
+@pytest.mark.gpu
+def test_the_gpu_kernels_are_tma_kernels_on_hopper(monkeypatch):
+    """On an sm_90 GPU the checks above run TMA copies, not pointer code."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip(f"sm_{''.join(map(str, torch.cuda.get_device_capability()))} has no TMA")
+    src = _random((37, 72), torch.float16, "cuda")
+    dst = torch.empty_like(src)
+    out = torch.empty((48, 128), dtype=torch.float16, device="cuda")
+    compiled = copy_2d[(3, 2)](TensorDescriptor.from_tensor(src, [16, 64]), TensorDescriptor.from_tensor(dst, [16, 64]),
+                               out, 16, 64)
+    assert "cp.async.bulk.tensor.2d" in compiled.asm["ptx"]
+    assert_same(dst, src, "stored blocks")
+
+
+@pytest.mark.parametrize("check, arguments", CHECKS)
+def test_the_gpu_checks_in_the_interpreter(check, arguments, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    check("cpu", *arguments)

@@ -1,0 +1,94 @@
+"""TMA for host tensor descriptors on sm_90+: the GPU pass that runs before
+`passes/lower_descriptors.py`.
+
+For each host `TensorDescriptor` argument of the kernel whose block the copy
+engine can move (`tensormap.tma_unsupported_reason`), the `descriptor_load`
+and `descriptor_store` ops on the argument itself become `tma_load` and
+`tma_store` ops on a new kernel argument of type `tensormap<...>`, appended
+after all others: the 128-byte tensor map the launcher encodes for that
+descriptor (`launch_plan.py`). Appending keeps the indices of the other
+arguments (their `arg_attrs`) as they were. The function attribute
+`tensormaps` lists, per appended argument in order, the index of the
+descriptor argument it belongs to; `pointer_descriptors` maps the index of
+each host descriptor left to pointer code to the reason. Both show under
+TRITONE_DUMP_IR, and the op names show the choice per op.
+
+What stays pointer code (`lower_descriptors` after this pass): descriptors
+made in the kernel (`tl.make_tensor_descriptor`), atomics, gather and
+scatter, descriptors reached through loop-carried values or branches, and
+every descriptor below sm_90. A load of an fp8 type the copy engine cannot
+fill with NaN takes the shape and the NaN-padding flag as extra operands, so
+that the code generator writes the padding itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...ir.core import Builder, Function, Module, Operation, Value, replace_all_uses
+from ...ir.types import tensordesc_type, tensormap_type
+from .tensormap import SOFTWARE_NAN_FILL, TMA_MIN_ARCH, element_key, tma_unsupported_reason
+
+if TYPE_CHECKING:
+    from ...passes import PassContext
+
+_TMA_ACCESSES = ("descriptor_load", "descriptor_store")
+
+
+def run(module: Module, ctx: PassContext) -> None:
+    """Rewrite the host-descriptor loads and stores of `module`'s kernel as TMA
+    copies when the target (`ctx.options["target"]`) is sm_90 or newer."""
+    options = getattr(ctx, "options", None) or {}
+    if int(options.get("target", 0)) < TMA_MIN_ARCH:
+        return
+    fn = module.kernel
+    if fn.attrs.get("kernel"):
+        _rewrite_kernel(fn)
+
+
+def _rewrite_kernel(fn: Function) -> None:
+    uses: dict[Value, list[Operation]] = {}
+    for op in fn.walk():
+        if op.name in _TMA_ACCESSES:
+            uses.setdefault(op.operands[0], []).append(op)
+    tensormaps: list[int] = []
+    pointer: dict[int, str] = {}
+    for index, arg in enumerate(list(fn.args)):
+        if not isinstance(arg.type, tensordesc_type):
+            continue
+        reason = tma_unsupported_reason(arg.type)
+        if reason is not None:
+            pointer[index] = reason
+            continue
+        if arg not in uses:
+            continue
+        hint = f"{arg.name_hint}_tensormap" if arg.name_hint else None
+        tensormap = fn.body.add_arg(tensormap_type(arg.type.block), hint)
+        tensormaps.append(index)
+        for op in uses[arg]:
+            _rewrite(op, tensormap, arg.type)
+    if tensormaps:
+        fn.attrs["tensormaps"] = tuple(tensormaps)
+    if pointer:
+        fn.attrs["pointer_descriptors"] = pointer
+
+
+def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type) -> None:
+    """Replace descriptor op `op` (operands: desc, shape.., strides.., nan flag
+    or value, offsets..) with its TMA op before it."""
+    rank = desc_type.rank
+    shape = op.operands[1:1 + rank]
+    extra = op.operands[1 + 2 * rank]
+    offsets = op.operands[2 + 2 * rank:]
+    builder = Builder()
+    builder.set_insertion_point(op.parent, op.parent.ops.index(op))
+    builder.loc = op.loc
+    if op.name == "descriptor_load":
+        operands = [tensormap, *offsets]
+        if element_key(desc_type) in SOFTWARE_NAN_FILL:
+            operands += [*shape, extra]
+        loaded = builder.create_value("tma_load", operands, op.results[0].type, {})
+        replace_all_uses(op.parent, op.results[0], loaded)
+    else:
+        builder.create("tma_store", [tensormap, extra, *offsets], [], {})
+    op.parent.ops.remove(op)
