@@ -207,7 +207,8 @@ def test_a_descriptor_read_by_tma_keeps_its_base_for_pointer_code():
     kernel = _compile(load_and_add, signature, {"BM": 16, "BN": 32}, 90)
     ptx = kernel.asm["ptx"]
     assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx
-    assert re.search(r"(atom|red)\.global(\.\w+)*\.add(\.v\d)?\.f32", ptx), "the atomic is pointer code on the base address"
+    atomic = r"(atom|red)\.global(\.\w+)*\.add(\.v\d)?\.f32"
+    assert re.search(atomic, ptx), "the atomic is pointer code on the base address"
 
 
 def test_tensormap_types_print_and_parse():
