@@ -88,6 +88,18 @@ def _signature(element: str, block: list[int]) -> dict:
     return {"src": desc, "dst": desc, "out": f"*{element}"}
 
 
+@pytest.fixture(autouse=True)
+def tma_on(monkeypatch):
+    """TMA is opt-in (TRITONE_TMA=1, `knobs.nvidia.tma`): every test here asks for it."""
+    monkeypatch.setenv("TRITONE_TMA", "1")
+
+
+def test_tma_is_opt_in(monkeypatch):
+    monkeypatch.delenv("TRITONE_TMA")
+    ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
+    assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
+
+
 def _compile(kernel, signature: dict, constants: dict, arch: int):
     return triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", arch, 32))
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Mapping
 
+from tritone import knobs
 from tritone.errors import OutOfResources
 from tritone.ir.core import Module
 from tritone.passes import lower_descriptors, run_pipeline
@@ -83,7 +84,8 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
                                      debug=bool(_option(options, "debug", False)),
                                      maxnreg=_option(options, "maxnreg", None),
                                      enable_reflect_ftz=bool(_option(options, "enable_reflect_ftz", True)))
-    run_pipeline(module, {"num_warps": num_warps, "target": target}, passes=GPU_PASSES, dump=dump_ir,
+    run_pipeline(module, {"num_warps": num_warps, "target": target, "tma": knobs.nvidia.tma}, passes=GPU_PASSES,
+                 dump=dump_ir,
                  verify=codegen_options.debug)
     if codegen_options.debug:
         for fn in module.functions.values():

@@ -37,9 +37,10 @@ _TMA_ACCESSES = ("descriptor_load", "descriptor_store")
 
 def run(module: Module, ctx: PassContext) -> None:
     """Rewrite the host-descriptor loads and stores of `module`'s kernel as TMA
-    copies when the target (`ctx.options["target"]`) is sm_90 or newer."""
+    copies when the target (`ctx.options["target"]`) is sm_90 or newer and TMA is
+    asked for (`ctx.options["tma"]`, from `knobs.nvidia.tma`: TRITONE_TMA=1)."""
     options = getattr(ctx, "options", None) or {}
-    if int(options.get("target", 0)) < TMA_MIN_ARCH:
+    if int(options.get("target", 0)) < TMA_MIN_ARCH or not options.get("tma"):
         return
     fn = module.kernel
     if fn.attrs.get("kernel"):
