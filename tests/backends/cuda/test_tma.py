@@ -514,3 +514,14 @@ def test_the_gpu_kernels_are_tma_kernels_on_hopper(monkeypatch):
 def test_the_gpu_checks_in_the_interpreter(check, arguments, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     check("cpu", *arguments)
+
+
+def test_a_store_at_a_negative_offset_stays_pointer_code_at_run_time(monkeypatch):
+    # The copy engine faults on a store box starting before the tensor (an H100 showed an
+    # illegal instruction): the TMA store runs under `offsets >= 0`, pointer code otherwise.
+    ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
+    monkeypatch.delenv("TRITONE_TMA")
+    pointer_ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    # every global store of the pointer-code kernel (`out`'s and the descriptor's) is still there
+    assert ptx.count("st.global") == pointer_ptx.count("st.global") > 0

@@ -16,7 +16,9 @@ TRITONE_DUMP_IR, and the op names show the choice per op.
 What stays pointer code (`lower_descriptors` after this pass): descriptors
 made in the kernel (`tl.make_tensor_descriptor`), atomics, gather and
 scatter, descriptors reached through loop-carried values or branches, and
-every descriptor below sm_90. A load of an fp8 type the copy engine cannot
+every descriptor below sm_90; and, chosen at run time, a store with a
+negative offset (the `tma_store` sits in an `if` whose other branch keeps the
+`descriptor_store`). A load of an fp8 type the copy engine cannot
 fill with NaN takes the shape and the NaN-padding flag as extra operands, so
 that the code generator writes the padding itself.
 """
@@ -25,8 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...ir.core import Builder, Function, Module, Operation, Value, replace_all_uses
-from ...ir.types import tensordesc_type, tensormap_type
+from ...ir.core import Builder, Function, Module, Operation, Region, Value, replace_all_uses
+from ...ir.types import int1, tensordesc_type, tensormap_type
 from .tensormap import SOFTWARE_NAN_FILL, TMA_MIN_ARCH, element_key, tma_unsupported_reason
 
 if TYPE_CHECKING:
@@ -90,6 +92,23 @@ def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type) -> Non
             operands += [*shape, extra]
         loaded = builder.create_value("tma_load", operands, op.results[0].type, {})
         replace_all_uses(op.parent, op.results[0], loaded)
-    else:
-        builder.create("tma_store", [tensormap, extra, *offsets], [], {})
+        op.parent.ops.remove(op)
+        return
+    # The copy engine faults ("illegal instruction", seen on an H100) on a store whose
+    # box starts before the tensor, where Triton drops what lies outside: a store with
+    # a negative offset stays pointer code, chosen at run time.
+    zero = builder.create_value("constant", [], offsets[0].type, {"value": 0})
+    inside = None
+    for offset in offsets:
+        at_or_after = builder.create_value("cmp", [offset, zero], int1, {"pred": "ge"})
+        inside = at_or_after if inside is None else builder.create_value("and", [inside, at_or_after], int1, {})
+    by_tma, by_pointers = Region(), Region()
+    builder.create("if", [inside], [], regions=[by_tma, by_pointers])
     op.parent.ops.remove(op)
+    inner = Builder(by_tma)
+    inner.loc = op.loc
+    inner.create("tma_store", [tensormap, extra, *offsets], [], {})
+    inner.create("yield", [], [], {})
+    by_pointers.append(op)
+    inner.set_insertion_point_to_end(by_pointers)
+    inner.create("yield", [], [], {})
