@@ -264,6 +264,7 @@ class _AliasLoader:
         # its own, so reload, pickle and inspect see the tritone name.
         module.__spec__ = self._real_spec
         _alias_loaded_modules()
+        _present_annotation_classes()
 
 
 def _alias_loaded_modules() -> None:
@@ -279,6 +280,20 @@ def _alias_loaded_modules() -> None:
     for name, module in list(sys.modules.items()):
         if module is not None and name.startswith(prefix):
             sys.modules.setdefault(_ALIAS + name[len(_TARGET):], module)
+
+
+# Classes that torch writes into generated source by `<__module__>.<__name__>`: Inductor's
+# copy of a user kernel keeps a global's annotation (`SCALE: tl.constexpr = ...`) that way,
+# in a module that imports only `triton`. When tritone answers `import triton` they report
+# their `triton.` path, which names the same object then (pickle resolves it alike).
+_ANNOTATION_CLASSES = (("language.core", "constexpr"),)
+
+
+def _present_annotation_classes() -> None:
+    for module_name, class_name in _ANNOTATION_CLASSES:
+        module = sys.modules.get(_TARGET + "." + module_name)
+        if module is not None:
+            getattr(module, class_name).__module__ = _ALIAS + "." + module_name
 
 
 _DISTRIBUTION = None

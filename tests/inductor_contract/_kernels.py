@@ -238,6 +238,9 @@ def triton_poi_fused_add_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.co
 
 
 SCALE = tl.constexpr(3)
+# Annotated, as Liger's kernels write their constants: Inductor's copy writes the annotation as
+# `<class module>.<class name>`, which must resolve in a module that imports only `triton`.
+OFFSET: tl.constexpr = tl.constexpr(1)
 
 
 @triton.constexpr_function
@@ -251,7 +254,12 @@ def scaled(x):
 
 
 @triton.jit
+def shifted(x):
+    return x + OFFSET
+
+
+@triton.jit
 def calls_helpers(x_ptr, out_ptr, BLOCK: tl.constexpr):
     # Inductor copies a user kernel with the @jit and constexpr functions and globals it uses.
     offsets = tl.arange(0, halve(2 * BLOCK))
-    tl.store(out_ptr + offsets, scaled(tl.load(x_ptr + offsets)))
+    tl.store(out_ptr + offsets, shifted(scaled(tl.load(x_ptr + offsets))))

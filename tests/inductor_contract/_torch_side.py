@@ -351,7 +351,7 @@ def copied_user_kernel() -> dict:
         spec.loader.exec_module(module)
         x, out = torch.randn(16), torch.full((16,), float("nan"))
         module.calls_helpers[(1,)](x, out, BLOCK=16)
-    return {"source": source, "matches": bool(torch.allclose(out, x * 3, rtol=1e-6, atol=1e-6))}
+    return {"source": source, "matches": bool(torch.allclose(out, x * 3 + 1, rtol=1e-6, atol=1e-6))}
 
 
 def main() -> None:

@@ -55,6 +55,8 @@ def test_inductor_copies_a_user_kernel_with_what_it_calls(torch_side):
     copied = torch_side["copied_user_kernel"]
     assert "@triton.constexpr_function\ndef halve(x):" in copied["source"]
     assert "@triton.jit\ndef scaled(x):" in copied["source"] and "SCALE = tl.constexpr(3)" in copied["source"]
+    # An annotated global's annotation names the class by a path the copy (importing only triton) resolves.
+    assert "OFFSET: triton.language.core.constexpr = tl.constexpr(1)" in copied["source"], copied["source"]
     assert copied["matches"]
 
 

@@ -78,6 +78,26 @@ def test_reload_keeps_working_on_an_aliased_module(environment):
     environment.run(code, env={"TRITONE_AS_TRITON": "yes"})
 
 
+ANNOTATIONS = textwrap.dedent("""
+    import json, pickle, types
+    import triton
+    import triton.language as tl
+    # What Inductor's copy of a user kernel holds for `SCALE: tl.constexpr = tl.constexpr(3)`:
+    copy = types.ModuleType("copy")
+    exec(f"import triton\\nSCALE: {tl.constexpr.__module__}.{tl.constexpr.__name__} = 3", copy.__dict__)
+    print(json.dumps({"module": tl.constexpr.__module__, "resolved": copy.__annotations__["SCALE"] is tl.constexpr,
+                      "pickled": type(pickle.loads(pickle.dumps(tl.constexpr(3)))) is tl.constexpr}))
+""")
+
+
+def test_classes_torch_names_in_generated_code_resolve_through_triton(environment):
+    assert environment.json(ANNOTATIONS, env={"TRITONE_AS_TRITON": "1"}) == {
+        "module": "triton.language.core", "resolved": True, "pickled": True}
+    alone = environment.run("import tritone.language as tl; print(tl.constexpr.__module__)",
+                            env={"TRITONE_AS_TRITON": "0"})
+    assert alone.stdout.strip() == "tritone.language.core"  # a process where upstream answers keeps tritone's
+
+
 def test_python_m_triton_runs_tritone_modules(environment):
     done = environment.run("", "-m", "triton", "use", "--help", env={"TRITONE_AS_TRITON": "1"})
     assert done.stdout.startswith("usage: python -m tritone use") and "{tritone,triton,auto}" in done.stdout
