@@ -297,8 +297,8 @@ class NvidiaKnobs(_Group):
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
     tma = _env_bool("TRITONE_TMA")
     """Host tensor descriptors' loads and stores through TMA on sm_90+ (off: pointer code).
-    Experimental: its kernels compile, and fail on an H100 with an illegal instruction in
-    tests/backends/cuda/test_tma.py's copies (see docs/ARCHITECTURE.md)."""
+    Experimental: not yet run on a GPU since stores at negative offsets, which faulted on an
+    H100, went back to pointer code (see docs/ARCHITECTURE.md)."""
     libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
     """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
     for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the
