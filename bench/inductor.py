@@ -411,7 +411,7 @@ def worker_main(spec: dict[str, Any]) -> int:
         warnings.filterwarnings("ignore", message="Could not find an active CPU backend")
         inductor_config.cpu_backend = "triton"
         # Two cores at most in CI: compile in this process (this also lets the listener see every kernel).
-        inductor_config.compile_threads = int(os.environ.get("TRITONE_BENCH_COMPILE_THREADS", "1"))
+        inductor_config.compile_threads = 1
     counter = CompilationCounter()
     if not counter.install():
         counter = None

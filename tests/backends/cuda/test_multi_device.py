@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -498,28 +499,38 @@ def test_autotuning_choices_on_disk_are_per_architecture(two_gpus, monkeypatch, 
     assert timed == [0, 0, 1, 1]
 
 
-def test_two_threads_launch_on_two_devices_at_once(two_gpus):
-    rng = np.random.default_rng()
+def in_two_threads(work: Callable[[int, threading.Barrier], None]) -> list[BaseException]:
+    """Run `work(device, start)` for devices 0 and 1 in a thread each (each waits on `start`
+    before its launches, so that they overlap); the errors they raised, for the main thread."""
     start = threading.Barrier(2)
-    sent: dict[int, list] = {0: [], 1: []}
-    errors = []
+    errors: list[BaseException] = []
 
-    def work(device: int) -> None:
+    def run(device: int) -> None:
         try:
-            driver.active.set_current_device(device)
-            start.wait()
-            for _ in range(40):
-                sent[device].append(launch_on(two_gpus, device, int(rng.integers(1, 5_000)) * 2 + 1, 0.5))
-            sent[device].append(threading.get_ident())
-        except BaseException as error:  # reported by the main thread
+            work(device, start)
+        except BaseException as error:
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=(device,)) for device in (0, 1)]
+    threads = [threading.Thread(target=run, args=(device,)) for device in (0, 1)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == []
+    return errors
+
+
+def test_two_threads_launch_on_two_devices_at_once(two_gpus):
+    rng = np.random.default_rng()
+    sent: dict[int, list] = {0: [], 1: []}
+
+    def work(device: int, start: threading.Barrier) -> None:
+        driver.active.set_current_device(device)
+        start.wait()
+        for _ in range(40):
+            sent[device].append(launch_on(two_gpus, device, int(rng.integers(1, 5_000)) * 2 + 1, 0.5))
+        sent[device].append(threading.get_ident())
+
+    assert in_two_threads(work) == []
     assert two_gpus.refused == 0
     for device in (0, 1):
         ident = sent[device].pop()
@@ -544,25 +555,15 @@ def test_two_threads_launch_one_autotuned_kernel_on_two_devices(two_gpus):
     tuned = triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 256})], key=["n"],
                             do_bench=do_bench)(triton.jit(scale_add.fn))
     sizes = {0: 3001, 1: 5003}
-    start = threading.Barrier(2)
-    errors = []
 
-    def work(device: int) -> None:
-        try:
-            driver.active.set_current_device(device)
-            x, y, out = (FakeCudaTensor(a, device) for a in two_gpus.allocate(device))
-            start.wait()
-            for _ in range(30):
-                tuned[lambda meta: (triton.cdiv(sizes[device], meta["BLOCK"]),)](x, y, out, sizes[device], 1.0)
-        except BaseException as error:  # reported by the main thread
-            errors.append(error)
+    def work(device: int, start: threading.Barrier) -> None:
+        driver.active.set_current_device(device)
+        x, y, out = (FakeCudaTensor(a, device) for a in two_gpus.allocate(device))
+        start.wait()
+        for _ in range(30):
+            tuned[lambda meta: (triton.cdiv(sizes[device], meta["BLOCK"]),)](x, y, out, sizes[device], 1.0)
 
-    threads = [threading.Thread(target=work, args=(device,)) for device in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == [] and two_gpus.refused == 0
+    assert in_two_threads(work) == [] and two_gpus.refused == 0
     for device in (0, 1):
         mine = [launch for launch in two_gpus.launches if launch["device"] == device]
         assert {decoded(launch)[3] for launch in mine} == {sizes[device]}
@@ -647,26 +648,17 @@ def test_tensors_on_cuda_1_under_torch_cuda_device_1(real_gpus):
 
 @pytest.mark.multi_gpu
 def test_two_threads_on_two_devices(real_gpus):
-    results, errors = {}, []
-    start = threading.Barrier(2)
+    results = {}
 
-    def work(device: int) -> None:
-        try:
-            torch.cuda.set_device(device)
-            x, y = torch.rand(100_000, device="cuda"), torch.rand(100_000, device="cuda")
-            start.wait()
-            outs = [run_scale_add(x, y, float(i)) for i in range(50)]
-            torch.cuda.synchronize()
-            results[device] = (x, y, outs)
-        except BaseException as error:  # reported by the main thread
-            errors.append(error)
+    def work(device: int, start: threading.Barrier) -> None:
+        torch.cuda.set_device(device)
+        x, y = torch.rand(100_000, device="cuda"), torch.rand(100_000, device="cuda")
+        start.wait()
+        outs = [run_scale_add(x, y, float(i)) for i in range(50)]
+        torch.cuda.synchronize()
+        results[device] = (x, y, outs)
 
-    threads = [threading.Thread(target=work, args=(device,)) for device in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert in_two_threads(work) == []
     for device, (x, y, outs) in results.items():
         for i, out in enumerate(outs):
             assert out.device == torch.device("cuda", device)

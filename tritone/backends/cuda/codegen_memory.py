@@ -419,13 +419,18 @@ def _atomic16_cas_loop(em: Emitter, ty, kind: str, out: str, addr: str, val: str
     em.line(f"{out} = {ctype(ty)}{{(unsigned short)(tt_expected >> tt_shift)}};")
 
 
-def has_vector_atomic(op: Operation, target: int) -> bool:
-    """Whether `op` is an atomic the target does on runs of elements: fp16/bf16
-    min and max on sm_90+ (`atom.global.v8.f16.min.noftz`, PTX 8.1), whose
-    access side is then coalesced into vectors as a store's is."""
-    ty = op.results[0].type.scalar if op.results else None
-    return (op.name == "atomic_rmw" and op.attrs.get("kind") in ("min", "max") and target >= 90
-            and ty is not None and ty.is_floating() and ty.primitive_bitwidth == 16)
+def has_vector_atomic(op: Operation, target: int, result_used: bool = True) -> bool:
+    """Whether the target does atomic `op` on runs of consecutive elements, so that its
+    access side is coalesced into vectors as a store's is. On sm_90+ (PTX 8.1): fp16/bf16
+    min and max (`atom.global.v8.f16.min.noftz`), and float adds whose old value nobody
+    reads, in an order `red` takes (`red.global.gpu.relaxed.add.v4.f32`)."""
+    if target < 90 or op.name != "atomic_rmw" or not op.results[0].type.scalar.is_floating():
+        return False
+    bits = op.results[0].type.scalar.primitive_bitwidth
+    kind = op.attrs.get("kind")
+    if kind in ("min", "max"):
+        return bits == 16
+    return kind == "add" and bits < 64 and not result_used and op.attrs.get("sem") in ("relaxed", "release")
 
 
 def _vector16_width(em: Emitter, op: Operation) -> int:
@@ -532,7 +537,7 @@ def _emit_reductions(em: Emitter, op: Operation, linear: LinearLayout, owner: st
     ptr, val = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
     bits = native[1]
-    vec = vector_width(em, ptr, mask) if em.target >= 90 and kind == "add" and ty.is_floating() and bits < 64 else 1
+    vec = vector_width(em, ptr, mask) if has_vector_atomic(op, em.target, result_used=False) else 1
     constraint, word = _CONSTRAINT[bits], _BITS_TYPE[bits]
     sem, scope, before, after = _sem_scope(em, op)
     kept = set(unique)

@@ -387,21 +387,17 @@ class _Assigner:
 
     def anchor_layout(self, op: Operation) -> DistributedLayout:
         ptr = op.operands[0]
-        vector = op.name in ("load", "store") or self._vector_reduction(op) or has_vector_atomic(op, self.target)
+        vector = op.name in ("load", "store") or has_vector_atomic(op, self.target, self._result_used(op))
         at_least = self.widest_access(ptr) if op.name == "load" else 1
         return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=vector, at_least=at_least)
 
-    def _vector_reduction(self, op: Operation) -> bool:
-        """Whether `op` is a float atomic add nobody reads the result of, with an order `red`
-        takes, on sm_90: the GPU adds up to 16 bytes of consecutive elements in one
-        instruction there, so it gets a coalesced vector layout as a store does."""
-        if self.target < 90 or op.name != "atomic_rmw" or op.attrs.get("kind") != "add":
-            return False
-        if not op.results[0].type.scalar.is_floating() or op.attrs.get("sem") not in ("relaxed", "release"):
-            return False
+    def _result_used(self, op: Operation) -> bool:
+        """Whether anything reads the result of atomic `op` (the users map is built once)."""
+        if op.name != "atomic_rmw":
+            return True
         if self._users is None:
             self._users = _users(self.fn)
-        return not self._users.get(op.results[0])
+        return bool(self._users.get(op.results[0]))
 
     def tile_layout(self, block: Value) -> BlockedLayout:
         """The layout a block copied by TMA (`tma_load`, `tma_store`) is read from
