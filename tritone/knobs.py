@@ -297,8 +297,7 @@ class NvidiaKnobs(_Group):
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
     tma = _env_bool("TRITONE_TMA")
     """Host tensor descriptors' loads and stores through TMA on sm_90+ (off: pointer code).
-    Experimental: not yet run on a GPU since stores at negative offsets, which faulted on an
-    H100, went back to pointer code (see docs/ARCHITECTURE.md)."""
+    Offsets the copy engine faults on are checked at run time (see docs/ARCHITECTURE.md)."""
     libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
     """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
     for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the

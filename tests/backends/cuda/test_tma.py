@@ -83,6 +83,13 @@ def two_loads(wide, narrow, out, out2, BM: tl.constexpr, BN: tl.constexpr, BN2: 
     tl.store(out2 + rows * BN2 + tl.arange(0, BN2)[None, :], narrow.load([0, 0]))
 
 
+@triton.jit
+def tile_copy(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+    """Block (pm, pn) to the same place: offsets that are multiples of the block."""
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    dst.store([m, n], src.load([m, n]))
+
+
 def _signature(element: str, block: list[int]) -> dict:
     desc = f"tensordesc<{element}[{', '.join(map(str, block))}]>"
     return {"src": desc, "dst": desc, "out": f"*{element}"}
@@ -109,8 +116,9 @@ _2D = {"BM": 16, "BN": 64}
 
 # -- compiled for sm_90 and sm_80 --------------------------------------------------------------
 
-@pytest.mark.parametrize("element, block", [("fp16", [16, 64]), ("fp8e4nv", [8, 32]), ("i8", [32, 16]),
-                                            ("fp32", [8, 4])])
+# copy_2d's column offsets pn * BN - BN // 2 are multiples of 16 bytes for these blocks
+@pytest.mark.parametrize("element, block", [("fp16", [16, 64]), ("fp8e4nv", [8, 32]), ("i8", [32, 32]),
+                                            ("fp32", [8, 8])])
 def test_host_descriptor_loads_and_stores_are_tma_copies_on_sm90(element, block):
     kernel = _compile(copy_2d, _signature(element, block), {"BM": block[0], "BN": block[1]}, 90)
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
@@ -525,3 +533,32 @@ def test_a_store_at_a_negative_offset_stays_pointer_code_at_run_time(monkeypatch
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
     # every global store of the pointer-code kernel (`out`'s and the descriptor's) is still there
     assert ptx.count("st.global") == pointer_ptx.count("st.global") > 0
+
+
+def _ir_after_tma(kernel, signature: dict, constants: dict, capsys) -> str:
+    compiled = _compile(kernel, signature, constants, 90)
+    lowering.generate_cuda(parse_module(compiled.asm["ttir"]), 90, {}, dump_ir=True)
+    dump = capsys.readouterr().err
+    return dump[dump.index("IR Dump After tma "):dump.index("IR Dump After lower_descriptors ")]
+
+
+def test_offsets_the_copy_engine_may_fault_on_are_checked_at_run_time(capsys):
+    # The copy engine faults (illegal instruction, on an H100) on a box whose innermost
+    # offset is not a multiple of 16 bytes, and on a store box starting before the
+    # tensor. copy_2d's fp32 column offset pn * 4 - 2 may be either: both copies sit
+    # in an `if` on `(n & 3) == 0`, the store's also on every offset >= 0, with the
+    # descriptor op in the other branch.
+    ir = _ir_after_tma(copy_2d, _signature("fp32", [8, 4]), {"BM": 8, "BN": 4}, capsys)
+    assert ir.count("tma_load(") == 1 and ir.count("tma_store(") == 1
+    assert ir.count("descriptor_load(") == 1 and ir.count("descriptor_store(") == 1
+    assert ir.count("= if(") == 1 and ir.count(" if(") == 2
+    assert ir.count('{pred = "eq"}') == 2 and ir.count('{pred = "ge"}') >= 2
+
+
+def test_offsets_proven_aligned_get_no_check(capsys):
+    # fp16 columns at pn * 64 are multiples of 16 bytes: the load needs no check; the store
+    # keeps only the sign check (axis info proves divisibility, not sign).
+    desc = "tensordesc<fp16[16, 64]>"
+    ir = _ir_after_tma(tile_copy, {"src": desc, "dst": desc}, {"BM": 16, "BN": 64}, capsys)
+    assert "descriptor_load(" not in ir and "= if(" not in ir, "the aligned load is a plain TMA load"
+    assert ir.count(" if(") == 1 and '{pred = "eq"}' not in ir and ir.count('{pred = "ge"}') == 2

@@ -37,6 +37,9 @@ TMA_MIN_ARCH = 90
 MAX_RANK = 5
 MAX_BOX_DIM = 256
 INNER_BOX_BYTES_MULTIPLE = 16
+# A box's innermost coordinate, in bytes, must be a multiple of this: else the copy
+# engine faults with an illegal instruction (seen on an H100).
+TMA_COORDINATE_ALIGN_BYTES = 16
 # A block staged in shared memory: a quarter of Hopper's 227 KiB leaves room for
 # the kernel's other tiles; larger blocks keep pointer code.
 MAX_TILE_BYTES = 64 * 1024

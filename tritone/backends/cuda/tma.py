@@ -16,9 +16,13 @@ TRITONE_DUMP_IR, and the op names show the choice per op.
 What stays pointer code (`lower_descriptors` after this pass): descriptors
 made in the kernel (`tl.make_tensor_descriptor`), atomics, gather and
 scatter, descriptors reached through loop-carried values or branches, and
-every descriptor below sm_90; and, chosen at run time, a store with a
-negative offset (the `tma_store` sits in an `if` whose other branch keeps the
-`descriptor_store`). A load of an fp8 type the copy engine cannot
+every descriptor below sm_90; and, chosen at run time, a load whose innermost
+offset is not a multiple of 16 bytes, or a store where that holds or an offset
+is negative: the copy engine faults on those ("illegal instruction", seen on
+an H100), where Triton's descriptors allow them. The TMA op then sits in an
+`if` whose other branch keeps the descriptor op; a check that axis info
+(`axis_info.py`) proves true is left out, so offsets such as `pid * BLOCK` get
+no branch. A load of an fp8 type the copy engine cannot
 fill with NaN takes the shape and the NaN-padding flag as extra operands, so
 that the code generator writes the padding itself.
 """
@@ -29,7 +33,8 @@ from typing import TYPE_CHECKING
 
 from ...ir.core import Builder, Function, Module, Operation, Region, Value, replace_all_uses
 from ...ir.types import int1, tensordesc_type, tensormap_type
-from .tensormap import SOFTWARE_NAN_FILL, TMA_MIN_ARCH, element_key, tma_unsupported_reason
+from .axis_info import AxisInfoMap, analyze
+from .tensormap import SOFTWARE_NAN_FILL, TMA_COORDINATE_ALIGN_BYTES, TMA_MIN_ARCH, element_key, tma_unsupported_reason
 
 if TYPE_CHECKING:
     from ...passes import PassContext
@@ -56,6 +61,7 @@ def _rewrite_kernel(fn: Function) -> None:
             uses.setdefault(op.operands[0], []).append(op)
     tensormaps: list[int] = []
     pointer: dict[int, str] = {}
+    facts = analyze(fn)
     for index, arg in enumerate(list(fn.args)):
         if not isinstance(arg.type, tensordesc_type):
             continue
@@ -69,42 +75,55 @@ def _rewrite_kernel(fn: Function) -> None:
         tensormap = fn.body.add_arg(tensormap_type(arg.type.block), hint)
         tensormaps.append(index)
         for op in uses[arg]:
-            _rewrite(op, tensormap, arg.type)
+            _rewrite(op, tensormap, arg.type, facts)
     if tensormaps:
         fn.attrs["tensormaps"] = tuple(tensormaps)
     if pointer:
         fn.attrs["pointer_descriptors"] = pointer
 
 
-def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type) -> None:
+def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type, facts: AxisInfoMap) -> None:
     """Replace descriptor op `op` (operands: desc, shape.., strides.., nan flag
-    or value, offsets..) with its TMA op before it."""
+    or value, offsets..) with its TMA op, behind a run-time check where the
+    offsets may be ones the copy engine faults on."""
     rank = desc_type.rank
     shape = op.operands[1:1 + rank]
     extra = op.operands[1 + 2 * rank]
     offsets = op.operands[2 + 2 * rank:]
+    region = op.parent
     builder = Builder()
-    builder.set_insertion_point(op.parent, op.parent.ops.index(op))
+    builder.set_insertion_point(region, region.ops.index(op))
     builder.loc = op.loc
-    if op.name == "descriptor_load":
+    loading = op.name == "descriptor_load"
+    condition = _tma_condition(builder, offsets, desc_type.element_ty.itemsize, facts, stores=not loading)
+    if loading:
         operands = [tensormap, *offsets]
         if element_key(desc_type) in SOFTWARE_NAN_FILL:
             operands += [*shape, extra]
-        loaded = builder.create_value("tma_load", operands, op.results[0].type, {})
-        replace_all_uses(op.parent, op.results[0], loaded)
-        op.parent.ops.remove(op)
+        result = op.results[0]
+        if condition is None:
+            loaded = builder.create_value("tma_load", operands, result.type, {})
+            replace_all_uses(region, result, loaded)
+            region.ops.remove(op)
+            return
+        by_tma, by_pointers = Region(), Region()
+        choice = builder.create("if", [condition], [result.type], regions=[by_tma, by_pointers])
+        region.ops.remove(op)
+        replace_all_uses(region, result, choice.results[0])
+        inner = Builder(by_tma)
+        inner.loc = op.loc
+        inner.create("yield", [inner.create_value("tma_load", operands, result.type, {})], [], {})
+        by_pointers.append(op)
+        inner.set_insertion_point_to_end(by_pointers)
+        inner.create("yield", [result], [], {})
         return
-    # The copy engine faults ("illegal instruction", seen on an H100) on a store whose
-    # box starts before the tensor, where Triton drops what lies outside: a store with
-    # a negative offset stays pointer code, chosen at run time.
-    zero = builder.create_value("constant", [], offsets[0].type, {"value": 0})
-    inside = None
-    for offset in offsets:
-        at_or_after = builder.create_value("cmp", [offset, zero], int1, {"pred": "ge"})
-        inside = at_or_after if inside is None else builder.create_value("and", [inside, at_or_after], int1, {})
+    if condition is None:
+        builder.create("tma_store", [tensormap, extra, *offsets], [], {})
+        region.ops.remove(op)
+        return
     by_tma, by_pointers = Region(), Region()
-    builder.create("if", [inside], [], regions=[by_tma, by_pointers])
-    op.parent.ops.remove(op)
+    builder.create("if", [condition], [], regions=[by_tma, by_pointers])
+    region.ops.remove(op)
     inner = Builder(by_tma)
     inner.loc = op.loc
     inner.create("tma_store", [tensormap, extra, *offsets], [], {})
@@ -112,3 +131,34 @@ def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type) -> Non
     by_pointers.append(op)
     inner.set_insertion_point_to_end(by_pointers)
     inner.create("yield", [], [], {})
+
+
+def _tma_condition(builder: Builder, offsets: list[Value], itemsize: int, facts: AxisInfoMap,
+                   stores: bool) -> Value | None:
+    """The run-time check that the copy engine takes a box at `offsets`: the
+    innermost offset a multiple of 16 bytes, and for a store every offset >= 0
+    (a box starting before the tensor faults on a store, not on a load). Only
+    the parts axis info cannot prove are checked; None when nothing is left."""
+    checks: list[Value] = []
+    zero = None
+
+    def constant(value: int) -> Value:
+        return builder.create_value("constant", [], offsets[0].type, {"value": value})
+
+    inner = offsets[-1]
+    step = TMA_COORDINATE_ALIGN_BYTES // itemsize if itemsize < TMA_COORDINATE_ALIGN_BYTES else 1
+    if step > 1 and facts.get(inner).element_divisibility() % step:
+        remainder = builder.create_value("and", [inner, constant(step - 1)], inner.type, {})
+        zero = constant(0)
+        checks.append(builder.create_value("cmp", [remainder, zero], int1, {"pred": "eq"}))
+    if stores:
+        for offset in offsets:
+            known = facts.get(offset).constant
+            if known is not None and known >= 0:
+                continue
+            zero = zero or constant(0)
+            checks.append(builder.create_value("cmp", [offset, zero], int1, {"pred": "ge"}))
+    condition = None
+    for check in checks:
+        condition = check if condition is None else builder.create_value("and", [condition, check], int1, {})
+    return condition
