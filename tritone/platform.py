@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import ctypes
 import ctypes.util
+import importlib.util
 import ntpath
 import os
 import posixpath
@@ -100,6 +101,10 @@ class Platform(abc.ABC):
     @abc.abstractmethod
     def find_library(self, name: str) -> str | None:
         """What the system's library search finds for a short name ("nvrtc"), if anything."""
+
+    @abc.abstractmethod
+    def has_pathfinder(self) -> bool:
+        """Whether NVIDIA's `cuda-pathfinder` package is installed (found, not imported)."""
 
     @abc.abstractmethod
     def pathfinder_library(self, libname: str) -> str | None:
@@ -196,6 +201,12 @@ class HostPlatform(Platform):
 
     def find_library(self, name: str) -> str | None:
         return ctypes.util.find_library(name)
+
+    def has_pathfinder(self) -> bool:
+        try:
+            return importlib.util.find_spec("cuda.pathfinder") is not None
+        except (ImportError, ValueError):
+            return False
 
     def pathfinder_library(self, libname: str) -> str | None:
         try:
@@ -442,6 +453,9 @@ class SimulatedPlatform(Platform):
 
     def find_library(self, name: str) -> str | None:
         return self._system_libraries.get(name)
+
+    def has_pathfinder(self) -> bool:
+        return bool(self._pathfinder)
 
     def pathfinder_library(self, libname: str) -> str | None:
         return self._pathfinder.get(libname)

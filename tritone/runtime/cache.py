@@ -52,7 +52,6 @@ import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import __tritone_version__, __version__, knobs
@@ -89,12 +88,21 @@ def triton_key() -> str:
     """A digest of tritone itself (version and every source file): part of every
     cache key, so a changed compiler never reuses old binaries. TorchInductor
     folds it into its own cache keys."""
-    package = Path(__file__).resolve().parent.parent
+    # os.walk and strings rather than pathlib: this runs in every process's first compile.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files: list[tuple[list[str], str]] = []
+    for folder, _, names in os.walk(package):
+        relative = os.path.relpath(folder, package).replace(os.sep, "/")
+        for name in names:
+            if name.endswith(".py"):
+                parts = [name] if relative == "." else [*relative.split("/"), name]
+                files.append((parts, os.path.join(folder, name)))
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
+    for parts, file in sorted(files):
+        digest.update("/".join(parts).encode())
         digest.update(b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        with open(file, "rb") as source:
+            digest.update(hashlib.sha256(source.read()).digest())
     return f"{__version__}-tritone-{__tritone_version__}-{digest.hexdigest()}"
 
 

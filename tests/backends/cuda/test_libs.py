@@ -308,6 +308,35 @@ def test_cuda_pathfinder_answer_is_a_candidate_before_toolkits():
                                               (CUDA124, "CUDA_PATH")]
 
 
+def _counting_pathfinder(sim: SimulatedPlatform) -> list[str]:
+    asked: list[str] = []
+    answer = sim.pathfinder_library
+    sim.pathfinder_library = lambda libname: asked.append(libname) or answer(libname)
+    return asked
+
+
+def test_an_nvrtc_found_before_cuda_pathfinder_does_not_ask_it():
+    # Asking cuda-pathfinder imports its package and loads libraries (tens of
+    # milliseconds of a kernel's first call): a pip NVRTC, earlier in the order, is chosen without it.
+    sim = windows({PIP13: (13, 0), CUDA124: (12, 4)}, env={"CUDA_PATH": f"{TOOLKITS}\\v12.4"},
+                  pathfinder={"nvrtc": CUDA124})
+    asked = _counting_pathfinder(sim)
+    assert find_nvrtc(sim, 90).candidate.path == PIP13
+    assert asked == []
+
+
+def test_cuda_pathfinder_keeps_its_place_when_nothing_before_it_is_usable():
+    # Only a toolkit NVRTC and pathfinder's: the quick search ends before pathfinder, so the
+    # full search asks it and its answer, earlier in the order than the toolkit's, is chosen.
+    wheel = "D:\\wheels\\nvrtc64_120_0.dll"
+    sim = windows({CUDA124: (12, 4), wheel: (12, 8)}, env={"CUDA_PATH": f"{TOOLKITS}\\v12.4"},
+                  pathfinder={"nvrtc": wheel})
+    asked = _counting_pathfinder(sim)
+    assert find_nvrtc(sim, 90).candidate.path == wheel
+    assert asked == ["nvrtc"]
+    assert "cuda-pathfinder: not asked by the quick search" in nvrtc_search(sim, system_lookup=False).places
+
+
 # ---------------------------------------------------------------- Linux
 
 

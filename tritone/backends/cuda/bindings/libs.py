@@ -264,8 +264,10 @@ def nvrtc_search(platform: Platform, override: str | None = None, *, system_look
     """Every NVRTC candidate on `platform`, in tritone's order (see the module's
     docstring), without loading any (cuda-pathfinder, when installed, loads
     what it finds). `override` is TRITONE_NVRTC_PATH's value. Without
-    `system_lookup` the system search offers its fixed library names only, not
-    what `find_library` answers (which runs programs: tens of milliseconds)."""
+    `system_lookup` (the quick search) nothing that runs code is asked: the
+    search ends before cuda-pathfinder when it is installed, and the system
+    search offers its fixed library names only, not what `find_library`
+    answers (which runs programs); each costs tens of milliseconds."""
     searcher = _Searcher(platform)
     windows = platform.is_windows
     if override:
@@ -290,9 +292,15 @@ def nvrtc_search(platform: Platform, override: str | None = None, *, system_look
                      ("bin", "x86_64") if windows else ("lib",))
     searcher.package("torch/lib", sites, ("torch",), ("lib",))
 
-    pathfinder = platform.pathfinder_library("nvrtc")
-    if pathfinder:
-        searcher.file("cuda-pathfinder", pathfinder)
+    if platform.has_pathfinder():
+        if not system_lookup:
+            # Asking cuda-pathfinder imports its package and loads what it finds (tens of
+            # milliseconds): the quick search ends here, so that it stays a prefix of the order.
+            searcher.places.append("cuda-pathfinder: not asked by the quick search")
+            return searcher.result()
+        pathfinder = platform.pathfinder_library("nvrtc")
+        if pathfinder:
+            searcher.file("cuda-pathfinder", pathfinder)
 
     _search_toolkits(platform, searcher)
     _search_conda(platform, searcher)
