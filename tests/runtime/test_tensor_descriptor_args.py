@@ -32,9 +32,14 @@ def window_kernel(out_ptr, desc, m, n, BM: tl.constexpr, BN: tl.constexpr):
 
 def test_signature_type_is_the_element_type_and_block_shape():
     x = torch.randn(48, 40, dtype=torch.float16)
-    assert specialize_value(TensorDescriptor.from_tensor(x, [16, 32])) == ("tensordesc<fp16[16, 32]>", "")
-    # tritone's own addition: a shape of multiples of 16 is specialised on (bounds checks of whole vectors)
-    assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32])) == ("tensordesc<fp16[16, 32]>", "D")
+    # tritone's own additions: a shape of multiples of 16 ("D": bounds checks of whole vectors) and
+    # zero padding ("Z": loads that pipelined copies can do) are specialised on
+    assert specialize_value(TensorDescriptor.from_tensor(x, [16, 32])) == ("tensordesc<fp16[16, 32]>", "Z")
+    assert specialize_value(TensorDescriptor.from_tensor(x, [16, 32], padding="nan")) == (
+        "tensordesc<fp16[16, 32]>", "")
+    assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32])) == ("tensordesc<fp16[16, 32]>", "DZ")
+    assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32], padding="nan")) == (
+        "tensordesc<fp16[16, 32]>", "D")
     assert specialize_value(TensorDescriptor(x, [48, 32], [40, 1], [16, 32]), specialize=False)[1] is None
     # what Triton's API answers is Triton's
     assert triton.runtime.jit.mangle_type(TensorDescriptor.from_tensor(x, [16, 32])) == "tensordesc<fp16[16, 32]>"
@@ -79,17 +84,23 @@ def test_load_through_a_host_descriptor(dtype):
     assert torch.equal(out, expected)
 
 
-def test_one_kernel_serves_any_padding_and_shape():
+def test_the_padding_is_specialised_on_and_the_shape_is_a_run_time_value():
+    # Zero padding is known when compiling (a constant, which pipelined copies can give); NaN
+    # padding is the flag argument, as in Triton. A shape not of multiples of 16 is a run-time value.
     x = torch.randn(20, 24)
-    out_zero, out_nan = torch.empty(16, 16), torch.empty(16, 16)
+    out_zero, out_zero2, out_nan = torch.empty(16, 16), torch.empty(16, 16), torch.empty(16, 16)
     zero = TensorDescriptor(x, [20, 24], [24, 1], [16, 16])
+    zero2 = TensorDescriptor(x, [13, 24], [24, 1], [16, 16])
     nan = TensorDescriptor(x, [10, 24], [24, 1], [16, 16], padding="nan")
     kernels = window_kernel.device_caches.for_site(sites.launch_site())
     window_kernel[(1,)](out_zero, zero, 8, 8, 16, 16)
     compiled = len(kernels)
+    window_kernel[(1,)](out_zero2, zero2, 8, 8, 16, 16)
+    assert len(kernels) == compiled
     window_kernel[(1,)](out_nan, nan, 8, 8, 16, 16)
-    assert len(kernels) == compiled  # the padding and the shape are run-time values
+    assert len(kernels) == compiled + 1
     assert torch.equal(out_zero[:12, :16], x[8:20, 8:24]) and (out_zero[12:] == 0).all()
+    assert torch.equal(out_zero2[:5, :16], x[8:13, 8:24]) and (out_zero2[5:] == 0).all()
     assert torch.equal(out_nan[:2, :16], x[8:10, 8:24]) and out_nan[2:].isnan().all()
 
 
@@ -182,7 +193,7 @@ def test_a_kernel_compiled_from_its_ir_takes_the_parts_one_by_one(tmp_path):
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
-def test_pointer_code_of_a_host_descriptor_reads_its_padding_at_run_time(padding):
+def test_pointer_code_of_a_host_descriptor_pads_as_specialised(padding):
     from tritone.interpreter import run_kernel
     from tritone.ir.parser import parse_module
     from tritone.ir.printer import print_module
@@ -193,7 +204,8 @@ def test_pointer_code_of_a_host_descriptor_reads_its_padding_at_run_time(padding
     desc = TensorDescriptor(x, [20, 36], [40, 1], [16, 32], padding=padding)
     module = parse_module(window_kernel.warmup(out, desc, 0, 0, 16, 32, grid=(1,)).asm["ttir"])
     lower_descriptors.run(module, PassContext())
-    assert "select(" in print_module(module)  # the padding is chosen by the flag argument
+    # NaN padding is chosen by the flag argument; zero padding, specialised on, is a constant
+    assert ("select(" in print_module(module)) == (padding == "nan")
     run_kernel(module, (1,), [out, *desc.kernel_arguments(), 8, 8])
     expected = torch.full((16, 32), float("nan") if padding == "nan" else 0.0)
     expected[:12, :28] = x[8:20, 8:36]

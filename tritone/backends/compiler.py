@@ -59,10 +59,13 @@ class BaseBackend:
     @staticmethod
     def parse_attr(desc: str) -> list[list[Any]]:
         """The compile attributes of an argument's specialization attribute:
-        `"D"` -> `[["tt.divisibility", 16]]`, `""` -> `[]`."""
+        `"D"` -> `[["tt.divisibility", 16]]`, `""` -> `[]` (a host descriptor's
+        `"Z"`, tritone's, adds `["tritone.zero_padding", 1]`)."""
         if not isinstance(desc, str):
             raise TypeError(f"a specialization attribute is a string such as 'D', got {desc!r}")
-        return [["tt.divisibility", 16]] if "D" in desc else []
+        from ..compiler.compiler import specialization_attrs
+
+        return specialization_attrs(desc)
 
     @staticmethod
     def get_int_specialization(arg: int, **kwargs: Any) -> str:

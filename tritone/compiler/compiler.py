@@ -48,6 +48,18 @@ if TYPE_CHECKING:
 
 CONSTEXPR = "constexpr"
 DIVISIBILITY = "tt.divisibility"
+# A host descriptor specialised on zero padding (its specialization attribute holds "Z").
+ZERO_PADDING = "tritone.zero_padding"
+
+
+def specialization_attrs(attribute: str) -> list[list[Any]]:
+    """The compile attributes (`ASTSource.attrs` values) of a specialization
+    attribute: `"D"` -> `[["tt.divisibility", 16]]`; a descriptor's `"Z"` adds
+    `["tritone.zero_padding", 1]`; `""` -> `[]`."""
+    attrs: list[list[Any]] = [[DIVISIBILITY, 16]] if "D" in attribute else []
+    if "Z" in attribute:
+        attrs.append([ZERO_PADDING, 1])
+    return attrs
 
 
 @dataclass(frozen=True)
@@ -185,10 +197,16 @@ class ASTSource:
                 signature[name] = self._frontend_type(self.signature[name], (num,))
             else:
                 raise TypeError(f"kernel {self.name}: parameter {name!r} is missing from the signature")
-        divisible = tuple(self.fn.arg_names[key[0]] if len(key) == 1 else (self.fn.arg_names[key[0]], *key[1:])
-                          for key, values in self.attrs.items()
-                          if key and [DIVISIBILITY, 16] in [list(v) for v in values])
-        return signature, constexprs, divisible
+        return signature, constexprs, self._paths_with(DIVISIBILITY, 16)
+
+    def zero_padded(self) -> tuple[Any, ...]:
+        """The host descriptor parameters specialised on zero padding, as
+        `frontend_inputs` names its divisible ones."""
+        return self._paths_with(ZERO_PADDING, 1)
+
+    def _paths_with(self, attr: str, value: Any) -> tuple[Any, ...]:
+        return tuple(self.fn.arg_names[key[0]] if len(key) == 1 else (self.fn.arg_names[key[0]], *key[1:])
+                     for key, values in self.attrs.items() if key and [attr, value] in [list(v) for v in values])
 
     def make_ir(self, target: GPUTarget, options: Any, codegen_fns: Any, module_map: Any, context: Any) -> Any:
         """The kernel's IR before any pass, as Triton's `make_ir` gives its TTIR:
@@ -498,6 +516,7 @@ def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions |
     kernel_options = _kernel_options(src, options)
     signature, constexprs, divisible = src.frontend_inputs()
     frontend_options = {**kernel_options.as_dict(), "target": target, "divisible_by_16": divisible,
+                        "zero_padded": src.zero_padded(),
                         "fp32_default": knobs.language.fp32_default,
                         "allow_non_constexpr_globals": knobs.compilation.allow_non_constexpr_globals}
     # The interpreter holds every fp8 format; a GPU only those of its options.

@@ -21,8 +21,8 @@ import operator
 from typing import Any, Callable, Iterator
 
 from ..errors import CompilationError, UnsupportedLanguageConstruct
-from ..ir.core import Builder, Function, Location, Module
-from ..ir.types import dtype, parse_type, tensordesc_type, type_text
+from ..ir.core import Builder, Function, Location, Module, Value
+from ..ir.types import dtype, int1, parse_type, tensordesc_type, type_text
 from ..language.aggregate import is_aggregate
 from ..language.core import NotConstexprError, constexpr, is_builtin, tensor
 from ..language.core import slice as tl_slice
@@ -684,7 +684,7 @@ def ast_to_ir(fn: Any, signature: dict[str, Any], constexprs: dict[str, Any], op
     arg_attrs = _divisibility_attrs(fn, arg_paths, arg_types, options.get("divisible_by_16") or ())
     if arg_attrs:
         function.attrs["arg_attrs"] = arg_attrs
-    arguments = iter(zip(function.args, arg_types))
+    arguments = iter(zip(_zero_padding_flags(function, arg_paths, options.get("zero_padded") or ()), arg_types))
     for name in fn.arg_names:
         if name not in scope:
             scope[name] = _argument_value(signature[name], arguments)
@@ -740,6 +740,22 @@ def _argument_value(entry: Any, arguments: Iterator[tuple[Any, dtype]]) -> Any:
         parts.extend(tensor(*next(arguments)) for _ in range(len(ty.argument_types()) - 1))
         return tensor_descriptor.from_leaves(tensor_descriptor_type(ty.block), parts)
     return tensor(handle, ty)
+
+
+def _zero_padding_flags(function: Function, arg_paths: list[tuple], zero_padded: tuple[Any, ...]) -> list[Value]:
+    """`function`'s arguments, with the NaN-padding flag of each host descriptor in
+    `zero_padded` (parameter names or tuple element paths) replaced by a constant
+    false: the descriptor's loads then pad with a constant zero, which the
+    asynchronous copies of pipelined loads can give."""
+    wanted = {(entry,) if isinstance(entry, str) else tuple(entry) for entry in zero_padded}
+    values = list(function.args)
+    false = None
+    for index, path in enumerate(arg_paths):
+        if path[-1] == "nan_padding" and path[:-1] in wanted:
+            if false is None:
+                false = Builder(function.body).create_value("constant", [], int1, {"value": False})
+            values[index] = false
+    return values
 
 
 def _descriptor_part_names(rank: int) -> list[str]:

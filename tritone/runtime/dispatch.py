@@ -36,7 +36,6 @@ from ..language.core import constexpr
 from .specialization_data import deserialize_specialization_data, serialize_specialization_data
 from .specialize import (
     CONSTEXPR,
-    DIVISIBLE,
     TupleSpecialization,
     UnknownKeywordError,
     argument_tuple,
@@ -67,8 +66,8 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -
             if isinstance(value, constexpr):
                 value = value.value
             constexprs[path] = value.item() if isinstance(value, np.generic) else value
-        elif attribute == DIVISIBLE:
-            attrs[path] = [["tt.divisibility", 16]]
+        elif attribute:
+            attrs[path] = compiler.specialization_attrs(attribute)
 
     for param, (type_name, attribute) in zip(fn.params, specialization):
         record((param.num,), bound[param.name], type_name, attribute)

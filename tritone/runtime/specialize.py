@@ -15,10 +15,11 @@ attribute as Triton does (TRITON_CONTRACT section 2, TRITON_SEMANTICS 11):
 | tensor / array | `*dtype` (`*k...` for const params) | "D" when the address is 16-byte aligned |
 | `@jit` function, `tl.constexpr` | constexpr | |
 | tuple / namedtuple | `TupleSpecialization` | (per element) |
-| `TensorDescriptor` | `tensordesc<fp16[64, 64]>` (dtype, block shape) | "D" when its shape's dims divide by 16 |
+| `TensorDescriptor` | `tensordesc<fp16[64, 64]>` (dtype, block) | "D": dims divide by 16; "Z": zero padding |
 
 The attribute is `"D"`, `""` (looked at, not divisible) or None (not looked
-at: do_not_specialize, or a type that is never specialised). A tuple argument
+at: do_not_specialize, or a type that is never specialised); a descriptor's
+is `"D"` or `""` followed by `"Z"` when it pads with zeros. A tuple argument
 is typed element by element by the same table (its `(type, attribute)` pairs
 are held by a `TupleSpecialization`, whose own attribute is None); numpy arrays
 in a byte order other than the machine's are refused.
@@ -46,6 +47,8 @@ from .jit import _CANONICAL_TYPE_NAMES, JITFunction
 
 CONSTEXPR = "constexpr"
 DIVISIBLE = "D"
+# A host descriptor whose padding is zero (see specialize_value): part of its attribute, after any "D".
+ZERO_PADDED = "Z"
 
 _I32_MIN, _I32_END = -(1 << 31), 1 << 31
 _I64_MIN, _I64_END = -(1 << 63), 1 << 63
@@ -186,11 +189,13 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
     if isinstance(value, tuple):
         return _specialize_tuple(value, is_const, specialize, align), None
     if isinstance(value, TensorDescriptor):
-        # The shape's divisibility is tritone's addition (Triton specialises descriptors on their type
-        # alone): where TMA is not used, it lets the bounds checks of whole vectors be one.
-        if not specialize or not align:
+        # tritone's additions (Triton specialises descriptors on their type alone), for the pointer
+        # code used where TMA is not: "D", a shape of multiples of 16, makes the bounds checks of whole
+        # vectors one; "Z", zero padding, lets loads be asynchronous copies (which fill with zeros).
+        if not specialize:
             return value.signature_type(), None
-        return value.signature_type(), DIVISIBLE if all(dim % 16 == 0 for dim in value.shape) else ""
+        divisible = DIVISIBLE if align and all(dim % 16 == 0 for dim in value.shape) else ""
+        return value.signature_type(), divisible + (ZERO_PADDED if value.padding == "zero" else "")
     raise TypeError(_unsupported_argument(value))
 
 

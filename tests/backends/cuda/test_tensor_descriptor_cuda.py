@@ -117,6 +117,21 @@ def test_host_descriptors_of_shapes_divisible_by_16_load_vectors():
     assert not re.search(r"ld\.global(\.\w+)*\.b16", ptx)
 
 
+@pytest.mark.parametrize("arch", [80, 90])
+def test_zero_padded_host_descriptors_feed_dots_through_pipelined_copies(arch):
+    # Zero padding, specialised on ("Z"), pads with a constant zero, which cp.async's fill gives:
+    # the K loop's loads become asynchronous copies. NaN padding keeps plain loads (the flag picks).
+    def compiled(attribute: str):
+        attrs = {(i,): [["tt.divisibility", 16], *([["tritone.zero_padding", 1]] if attribute == "DZ" else [])]
+                 for i in range(3)}
+        return triton.compile(ASTSource(host_kernel, _HOST_SIGNATURE, attrs=attrs),
+                              target=GPUTarget("cuda", arch, 32), options={"num_stages": 3}).asm["ptx"]
+
+    zero, nan = compiled("DZ"), compiled("D")
+    assert re.search(r"cp\.async\.(ca|cg)\.shared\.global", zero)
+    assert not re.search(r"cp\.async\.(ca|cg)\.shared\.global", nan)
+
+
 # -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
 
 def check_device_descriptors(device: str) -> None:
