@@ -352,6 +352,80 @@ def test_block_pointer_attention_is_pipelined():
     assert ops.count("async_copy") == 2 and "load" not in ops and "permute" in ops  # k's tile seen transposed
 
 
+@triton.jit
+def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, BM: tl.constexpr, BN: tl.constexpr,
+                        D: tl.constexpr):
+    """out = sum over the NB blocks listed in idx (rows block * BN ...) of
+    (q @ k_blockᵀ) @ v_block: the next block's rows come from a load of the index
+    table at the end of each trip, as FlexAttention's block-sparse loop reads them."""
+    offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    block = tl.load(idx_ptr)
+    rows = (block * BN + offs_n)[:, None] * D + offs_d[None, :]
+    k_ptrs, v_ptrs = k_ptr + rows, v_ptr + rows
+    for i in range(NB):
+        s = tl.dot(q, tl.trans(tl.load(k_ptrs)))
+        acc = tl.dot(s.to(tl.float16), tl.load(v_ptrs), acc)
+        following = tl.load(idx_ptr + i + 1, mask=i + 1 < NB, other=0)
+        k_ptrs += (following - block) * BN * D
+        v_ptrs += (following - block) * BN * D
+        block = following
+    tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+
+
+BLOCK_SPARSE_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "idx_ptr": "*i32", "out_ptr": "*fp32",
+                    "NB": "i32"}
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_a_loop_finding_its_next_tile_by_a_load_is_pipelined(arch):
+    # The index loads of the producer slice run ahead with the copies, under `trip < ub`
+    # (no trip past the end reads the table), as nothing in the loop writes memory.
+    consts = {"BM": 64, "BN": 64, "D": 64}
+    module = ir_module(block_sparse_kernel, BLOCK_SPARSE_SIG, consts, arch, num_stages=3)
+    generate_cuda(module, arch)
+    ops = _loop_ops(module)
+    # the index load now serves the trip the copies are for (the current trip's pointers are carried)
+    assert ops.count("async_copy") == 2 and ops.count("load") == 1, ops
+    loop = next(op for op in module.kernel.walk() if op.name == "for")
+    ahead = next(op for op in loop.regions[0].ops if op.name == "load")
+    guard = ahead.operands[1].defining_op
+    assert guard.name == "and" and any(v.defining_op is not None and v.defining_op.name == "cmp"
+                                       and v.defining_op.attrs.get("pred") == "lt" for v in guard.operands)
+    prologue_loads = [op for op in module.kernel.body.ops if op.name == "load"]
+    assert len(prologue_loads) >= 1 + 2  # q, the first index, and one index load per prologue stage
+
+
+def test_a_loop_that_writes_keeps_its_loads_in_their_trips():
+    consts = {"BM": 64, "BN": 64, "D": 64}
+    module = ir_module(block_sparse_writer_kernel, {**BLOCK_SPARSE_SIG, "log_ptr": "*i32"}, consts, 80)
+    generate_cuda(module, 80)
+    assert "async_copy" not in _loop_ops(module)
+
+
+@triton.jit
+def block_sparse_writer_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, log_ptr, BM: tl.constexpr,
+                               BN: tl.constexpr, D: tl.constexpr):
+    """block_sparse_kernel, also writing each trip's block to `log_ptr`: a store in
+    the loop could change what a load run ahead reads."""
+    offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    block = tl.load(idx_ptr)
+    rows = (block * BN + offs_n)[:, None] * D + offs_d[None, :]
+    k_ptrs, v_ptrs = k_ptr + rows, v_ptr + rows
+    for i in range(NB):
+        s = tl.dot(q, tl.trans(tl.load(k_ptrs)))
+        acc = tl.dot(s.to(tl.float16), tl.load(v_ptrs), acc)
+        tl.store(log_ptr + i, block)
+        following = tl.load(idx_ptr + i + 1, mask=i + 1 < NB, other=0)
+        k_ptrs += (following - block) * BN * D
+        v_ptrs += (following - block) * BN * D
+        block = following
+    tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+
+
 def test_shared_memory_that_does_not_fit_fails_at_compile_time():
     consts = matmul_constexprs(256, 256, 64)
     module = ir_module(matmul_kernel, MATMUL_SIG, consts, 80, num_warps=8, num_stages=4)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_dot_compile import attention_block_ptr_kernel, attention_kernel, batched_kernel, dot_kernel, matmul_kernel
+from test_dot_compile import (attention_block_ptr_kernel, attention_kernel, batched_kernel, block_sparse_kernel,
+                              dot_kernel, matmul_kernel)
 
 import tritone as triton
 import tritone.language as tl
@@ -276,3 +277,22 @@ def test_warpgroup_fp8_matmul(k_major_b):
     # fewer mantissa bits than fp32 by Hopper's fp8 tensor cores
     torch.testing.assert_close(c.double(), ref.to(torch.float16).double(), atol=2e-3 * ref.abs().max().item(),
                                rtol=2e-3)
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_block_sparse_loop_with_index_loads_run_ahead(num_stages):
+    # The next block comes from a table read in the loop (pipelined ahead of its trip, guarded);
+    # blocks repeat and jump back, and the table's end is the last element of its tensor.
+    bm = bn = d = 64
+    q = random_operand((bm, d), "fp16", 1)
+    k = random_operand((12 * bn, d), "fp16", 2)
+    v = random_operand((12 * bn, d), "fp16", 3)
+    for blocks in ([3], [5, 0, 11, 5, 2], [7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3]):
+        idx = torch.tensor(blocks, dtype=torch.int32, device="cuda")
+        out = poisoned((bm, d), "fp32")
+        launch(block_sparse_kernel, (1,), q, k, v, idx, out, len(blocks), bm, bn, d, num_stages=num_stages)
+        expected = torch.zeros(bm, d, dtype=torch.float32, device="cuda")
+        for block in blocks:
+            rows = slice(block * bn, (block + 1) * bn)
+            expected += (q.float() @ k[rows].float().T).half().float() @ v[rows].float()
+        torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-1)

@@ -24,11 +24,14 @@ trip's wait leaves the groups of the `num_stages - 2` trips after it in flight.
 The ops computing a pipelined load's pointer and mask (its *producer slice*:
 address arithmetic, masks, and the loop-carried pointers they advance) run
 `num_stages - 1` trips ahead: cloned into the prologue per stage, and at the
-end of the body on loop-carried values that are that far ahead. A loop is
-left alone when that cannot be done exactly: a producer op with effects, a
-carried value of the slice that the rest of the body or the code after the
-loop reads, a load with a non-zero `other`, or pieces that `cp.async` cannot
-copy (4, 8 or 16 aligned bytes under one mask bit).
+end of the body on loop-carried values that are that far ahead. The slice
+may hold loads (the block indices a block-sparse kernel reads to find its
+next tile, as FlexAttention's do) when nothing in the loop writes memory:
+their clones run ahead under the trip's `< ub` too, so that no trip past the
+end reads. A loop is left alone when that cannot be done exactly: a producer
+op with other effects, a carried value of the slice that the rest of the body
+or the code after the loop reads, a load with a non-zero `other`, or pieces
+that `cp.async` cannot copy (4, 8 or 16 aligned bytes under one mask bit).
 
 `tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
 `num_stages` (n <= 1: no pipelining).
@@ -40,7 +43,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
-from tritone.ir.ops import is_pure
+from tritone.ir.ops import has_side_effects, is_pure
 from tritone.ir.types import block_type, int1, int32
 
 from ...ir.layouts import SwizzledSharedLayout
@@ -140,6 +143,8 @@ def _producer_slice(body: Region, chains: list[_Chain]) -> tuple[list[Operation]
     carried values those read; and the indices of those carried values. None
     when some op of it cannot run ahead (effects, regions)."""
     in_body = {id(op) for op in body.ops}
+    # Loads may run ahead of the trips they belong to only where no op of the loop writes.
+    reads_ahead = not any(has_side_effects(op) for op in body.ops[:-1])
     args = {a: i for i, a in enumerate(body.args[1:])}
     chosen: set[int] = set()
     carried: set[int] = set()
@@ -156,11 +161,35 @@ def _producer_slice(body: Region, chains: list[_Chain]) -> tuple[list[Operation]
         op = v.defining_op
         if op is None or id(op) not in in_body or id(op) in chosen:
             continue
-        if op.regions or not is_pure(op):
+        if op.regions or not (is_pure(op) or (reads_ahead and _is_plain_load(op))):
             return None
         chosen.add(id(op))
         stack.extend(op.operands)
     return [op for op in body.ops if id(op) in chosen], carried
+
+
+def _is_plain_load(op: Operation) -> bool:
+    return op.name == "load" and not op.attrs.get("volatile", False)
+
+
+def _clone_ahead(b: _Builder, op: Operation, mapping: dict, in_range: Value) -> None:
+    """Clone slice op `op` for the trip `mapping` describes; a load also under
+    `in_range`, that trip's `iv < ub` (its value where that fails is never used
+    by a copy that runs)."""
+    if not _is_plain_load(op):
+        b.clone(op, mapping)
+        return
+    ptr_ty = op.operands[0].type
+    guard = in_range
+    if ptr_ty.is_block():
+        guard = b.value("splat", [in_range], block_type(int1, list(ptr_ty.shape), ptr_ty.layout))
+    if len(op.operands) > 1:
+        guard = b.value("and", [mapping.get(op.operands[1], op.operands[1]), guard], guard.type)
+    new = b.clone(op, mapping)
+    if len(new.operands) > 1:
+        new.operands[1] = guard
+    else:
+        new.operands.append(guard)
 
 
 def _depends_on(op: Operation, values: set[Value], memo: dict[int, bool]) -> bool:
@@ -317,7 +346,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         in_range = b.value("cmp", [iv, ub], int1, pred="lt")
         mapping = {body.args[0]: iv, **{body.args[1 + i]: current[i] for i in ahead}}
         for op in slice_ops:
-            b.clone(op, mapping)
+            _clone_ahead(b, op, mapping, in_range)
         _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range)
         current = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
 
@@ -356,7 +385,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
     mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
     for op in slice_ops:
-        nb.clone(op, mapping)
+        _clone_ahead(nb, op, mapping, in_range)
     slot = stage
     if in_flight:
         first = nb.value("cmp", [stage, nb.constant(0, int32)], int1, pred="eq")
