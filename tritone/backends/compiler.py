@@ -18,6 +18,19 @@ from ..ir.target import GPUTarget, KernelOptions
 from ..tensors import data_address
 from . import registry
 
+# A host descriptor specialised on zero padding (its specialization attribute holds "Z", tritone's).
+ZERO_PADDING = "tritone.zero_padding"
+
+
+def specialization_attrs(attribute: str) -> list[list[Any]]:
+    """The compile attributes (`ASTSource.attrs` values) of a specialization
+    attribute: `"D"` -> `[["tt.divisibility", 16]]`; a descriptor's `"Z"` adds
+    `["tritone.zero_padding", 1]`; `""` -> `[]`."""
+    attrs: list[list[Any]] = [["tt.divisibility", 16]] if "D" in attribute else []
+    if "Z" in attribute:
+        attrs.append([ZERO_PADDING, 1])
+    return attrs
+
 
 class BaseBackend:
     """A compilation backend as Triton's API exposes it (`make_backend(target)`):
@@ -63,8 +76,6 @@ class BaseBackend:
         `"Z"`, tritone's, adds `["tritone.zero_padding", 1]`)."""
         if not isinstance(desc, str):
             raise TypeError(f"a specialization attribute is a string such as 'D', got {desc!r}")
-        from ..compiler.compiler import specialization_attrs
-
         return specialization_attrs(desc)
 
     @staticmethod

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import __tritone_version__, __version__, knobs
 from ..backends import registry
 from ..backends.base import KernelBinary, normalize_grid
-from ..backends.compiler import BaseBackend
+from ..backends.compiler import ZERO_PADDING, BaseBackend
 from ..backends.compiler import make_backend as make_backend  # Triton's path: triton.compiler.compiler.make_backend
 from ..backends.sites import active_target
 from ..errors import CompilationError, TritonError, show_internal_frames, without_internal_frames
@@ -48,18 +48,6 @@ if TYPE_CHECKING:
 
 CONSTEXPR = "constexpr"
 DIVISIBILITY = "tt.divisibility"
-# A host descriptor specialised on zero padding (its specialization attribute holds "Z").
-ZERO_PADDING = "tritone.zero_padding"
-
-
-def specialization_attrs(attribute: str) -> list[list[Any]]:
-    """The compile attributes (`ASTSource.attrs` values) of a specialization
-    attribute: `"D"` -> `[["tt.divisibility", 16]]`; a descriptor's `"Z"` adds
-    `["tritone.zero_padding", 1]`; `""` -> `[]`."""
-    attrs: list[list[Any]] = [[DIVISIBILITY, 16]] if "D" in attribute else []
-    if "Z" in attribute:
-        attrs.append([ZERO_PADDING, 1])
-    return attrs
 
 
 @dataclass(frozen=True)

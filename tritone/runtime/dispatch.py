@@ -28,6 +28,7 @@ import numpy as np
 from .. import knobs
 from ..backends import sites
 from ..backends.base import normalize_grid
+from ..backends.compiler import specialization_attrs
 from ..backends.sites import launch_site, site_for
 from ..compiler import compiler
 from ..errors import CompilationError, show_internal_frames, without_internal_frames
@@ -67,7 +68,7 @@ def _source_for(fn: JITFunction, bound: dict[str, Any], specialization: tuple) -
                 value = value.value
             constexprs[path] = value.item() if isinstance(value, np.generic) else value
         elif attribute:
-            attrs[path] = compiler.specialization_attrs(attribute)
+            attrs[path] = specialization_attrs(attribute)
 
     for param, (type_name, attribute) in zip(fn.params, specialization):
         record((param.num,), bound[param.name], type_name, attribute)

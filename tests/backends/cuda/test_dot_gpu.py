@@ -12,8 +12,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_dot_compile import (attention_block_ptr_kernel, attention_kernel, batched_kernel, block_sparse_kernel,
-                              dot_kernel, matmul_kernel)
+from test_dot_compile import (
+    attention_block_ptr_kernel,
+    attention_kernel,
+    batched_kernel,
+    block_sparse_kernel,
+    dot_kernel,
+    matmul_kernel,
+)
 
 import tritone as triton
 import tritone.language as tl
