@@ -4,15 +4,21 @@ pipelined K loop of fp32 tiles, which runs on FMAs on every target.
 
 Checked without a GPU: the dot accumulates straight into `acc` (upstream's
 combine), so each result element is one chain of fused multiply-adds in k
-order, bit for bit (the generated C++ run by the CPU emulator); the
-interpreter keeps computing `acc + dot(a, b)`."""
+order, bit for bit (the generated C++ run by the CPU emulator), for every
+orientation of the operands; the interpreter keeps computing
+`acc + dot(a, b)`; operands are read from shared memory in 16-byte vectors,
+and ptxas gives the 64x128x32 config of the H100 table no more registers than
+upstream's 168 (three CTAs of 128 threads per SM)."""
 
 from __future__ import annotations
+
+import re
+import subprocess
 
 import cuda_emulator
 import numpy as np
 import pytest
-from test_dot_compile import ir_module
+from test_dot_compile import _cuobjdump, dot_kernel, ir_module
 
 import tritone as triton
 import tritone.language as tl
@@ -164,3 +170,111 @@ def test_the_interpreter_still_adds_the_dot_to_the_sum(monkeypatch):
                 block = np.matmul(a_tile.astype(np.float64), b_tile.astype(np.float64))
                 expected[i:i + bm, j:j + bn] += block.astype(np.float32)
     np.testing.assert_array_equal(c.numpy(), expected)
+
+
+def _dot_module(arch, dtype, m, n, k, trans_a, trans_b):
+    acc = {"fp32": tl.float32, "fp64": tl.float64}[dtype]
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "stride_am": "i32", "stride_ak": "i32",
+           "stride_bk": "i32", "stride_bn": "i32"}
+    consts = {"M": m, "N": n, "K": k, "TRANS_A": trans_a, "TRANS_B": trans_b, "ACC": acc, "PRECISION": "ieee",
+              "stride_am" if trans_a else "stride_ak": 1, "stride_bk" if trans_b else "stride_bn": 1}
+    sig = {name: t for name, t in sig.items() if name not in consts}
+    return ir_module(dot_kernel, sig, consts, arch)
+
+
+def _dot_loop(source: str) -> str:
+    start = source.index("for (int tt_k")
+    return source[start:source.index("\n  }", start)]
+
+
+def test_the_mm_template_reads_fp32_operands_in_vectors():
+    """64x128x32, 4 warps (the H100 table's first config): each thread reads four
+    k of each of its 16 rows of a, and four consecutive columns of b per k, in
+    float4s; 256 FMAs per trip of four k, no element read alone."""
+    source, _, _ = generate_cuda(_module(90, 4096, 4096, (64, 128, 32)), 90)
+    loop = _dot_loop(source)
+    assert loop.startswith("for (int tt_k = 0; tt_k < 32; tt_k += 4) {")
+    assert len(re.findall(r"const float4 tt_op\d+ = \*reinterpret_cast<const float4\*>", loop)) == 16 + 4
+    assert "const float tt_op" not in loop
+    assert loop.count("fmaf(") == 256
+
+
+@pytest.mark.parametrize("dtype, trans_a, trans_b, vectors", [
+    ("fp32", False, False, "float4"),
+    ("fp32", True, False, "float4"),   # a contiguous along m: four rows per read
+    ("fp32", True, True, "float4"),
+    ("fp64", False, True, "double2"),
+])
+def test_operand_orientations_are_read_in_vectors(dtype, trans_a, trans_b, vectors):
+    source, _, _ = generate_cuda(_dot_module(90, dtype, 64, 32, 32, trans_a, trans_b), 90)
+    loop = _dot_loop(source)
+    assert f"const {vectors} tt_op" in loop
+    assert not re.search(r"const (float|double) tt_op", loop)
+
+
+def _exact_fma_dot(a, b):
+    acc = np.zeros((a.shape[0], b.shape[1]), dtype=np.float32)
+    for k in range(a.shape[1]):
+        acc = _fma32(a[:, k:k + 1], b[k:k + 1, :], acc)
+    return acc
+
+
+@needs_gxx
+@pytest.mark.parametrize("arch", [90, 61])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_emulated_fp32_dot_of_every_orientation_is_the_fma_chain(arch, trans_a, trans_b):
+    m, n, k = 64, 32, 32
+    source, _, metadata = generate_cuda(_dot_module(arch, "fp32", m, n, k, trans_a, trans_b), arch)
+    rng = np.random.default_rng(17 + 2 * trans_a + trans_b)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    stored_a = np.ascontiguousarray(a.T) if trans_a else a
+    stored_b = np.ascontiguousarray(b.T) if trans_b else b
+    # the strides left to the kernel: a's row (or k) stride, b's k (or column) stride
+    cuda_emulator.Emulator(source, 4, metadata["shared"]).launch((1,), stored_a, stored_b, c, m if trans_a else k,
+                                                                 k if trans_b else n)
+    np.testing.assert_array_equal(c, _exact_fma_dot(a, b))
+
+
+@needs_gxx
+def test_emulated_fp64_dot_reads_double_pairs():
+    m, n, k = 64, 32, 32
+    source, _, metadata = generate_cuda(_dot_module(90, "fp64", m, n, k, False, True), 90)
+    assert "const double2 tt_op" in source
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    c = np.full((m, n), np.nan)
+    cuda_emulator.Emulator(source, 4, metadata["shared"]).launch((1,), a, np.ascontiguousarray(b.T), c, k, k)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_mm_template_registers_allow_three_ctas_per_sm(tmp_path):
+    """ptxas's registers for the 64x128x32, 3-stage, 4-warp fp32 config on sm_90:
+    at most upstream's 168 (before the fold, 221: two CTAs per SM instead of
+    three), nothing in local memory, and the dot's loop is FFMAs and 128-bit
+    shared loads only: 256 and 20 per trip of four k."""
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("no cuobjdump")
+    from tritone.backends.cuda.bindings import libs
+
+    source, name, metadata = generate_cuda(_module(90, 4096, 4096, (64, 128, 32)), 90)
+    assert metadata["shared"] == 2 * (64 * 32 + 32 * 128) * 4
+    cubin = libs.nvrtc_for(90).nvrtc.compile(source, f"{name}.cu", 90, options=["-w"]).cubin
+    path = tmp_path / "mm.cubin"
+    path.write_bytes(cubin)
+    usage = subprocess.run([tool, "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "LOCAL:0" in usage
+    assert int(re.search(r"REG:(\d+)", usage).group(1)) <= 168
+    instructions = re.findall(r"/\*([0-9a-f]{4,5})\*/\s+(.*?);", sass)
+    loops = []
+    for i, (address, text) in enumerate(instructions):
+        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
+        if jump and int(jump.group(1), 16) < int(address, 16):
+            start = next(j for j, (a, _) in enumerate(instructions) if int(a, 16) == int(jump.group(1), 16))
+            loops.append([t for _, t in instructions[start:i + 1]])
+    inner = min(loops, key=len)
+    ops = [t.split()[0] for t in inner]
+    assert ops.count("FFMA") == 256 and ops.count("LDS.128") == 20 and "LDS" not in ops and "FADD" not in ops
