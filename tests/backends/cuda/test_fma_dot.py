@@ -85,6 +85,26 @@ def test_a_dot_read_elsewhere_keeps_its_own_sum():
     assert zero is not None and zero.name == "constant" and zero.attrs["value"] == 0.0
 
 
+@triton.jit
+def two_products(a_ptr, b_ptr, c_ptr):
+    """c = c + a0 @ b0 + a1 @ b1 (16x16 blocks, each operand two blocks one after the other)."""
+    r = tl.arange(0, 16)
+    offsets = r[:, None] * 16 + r[None, :]
+    acc = tl.load(c_ptr + offsets)
+    acc += tl.dot(tl.load(a_ptr + offsets), tl.load(b_ptr + offsets), input_precision="ieee")
+    acc = tl.dot(tl.load(a_ptr + 256 + offsets), tl.load(b_ptr + 256 + offsets), input_precision="ieee") + acc
+    tl.store(c_ptr + offsets, acc)
+
+
+def test_chained_products_accumulate_one_into_the_next():
+    module = ir_module(two_products, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}, {}, 90)
+    generate_cuda(module, 90)
+    first, second = _dots(module)
+    assert first.operands[2].defining_op.name == "load"
+    assert second.operands[2] is first.results[0]
+    assert not any(op.name == "add" and op.results[0].type.scalar.is_floating() for op in module.kernel.walk())
+
+
 def _fma32(a, b, c):
     """fp32 fused multiply-add, exactly rounded, elementwise: the float64 product of
     two fp32 values is exact; the float64 sum with its exact error (TwoSum) decides

@@ -54,6 +54,7 @@ def _fold(add: Operation, uses: Counter, target: int, num_warps: int) -> None:
         uses[dot.operands[2]] -= 1
         dot.operands[2] = other
         _replace_uses(region, add.results[0], dot.results[0])
+        uses[dot.results[0]] = uses.pop(add.results[0], 0)
         return
 
 
@@ -64,7 +65,6 @@ def _is_float_zero(value: Value) -> bool:
 
 
 def _replace_uses(region: Region, old: Value, new: Value) -> None:
-    # `old` is defined in `region`, so only ops of `region` (and their regions)
-    # and the operation holding it (a loop's yield is in `region`) can read it.
+    # `old` is defined in `region`: only its ops and the ops nested in them can read it.
     for op in region.walk():
         op.operands = [new if v is old else v for v in op.operands]
