@@ -23,6 +23,7 @@ from test_dot_compile import _cuobjdump, dot_kernel, ir_module
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.cuda.lowering import generate_cuda
+from tritone.errors import OutOfResources
 
 needs_gxx = pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
 
@@ -103,6 +104,17 @@ def test_chained_products_accumulate_one_into_the_next():
     assert first.operands[2].defining_op.name == "load"
     assert second.operands[2] is first.results[0]
     assert not any(op.name == "add" and op.results[0].type.scalar.is_floating() for op in module.kernel.walk())
+
+
+@pytest.mark.parametrize("block, stages, required", [((64, 128, 128), 4, 294912), ((128, 128, 64), 5, 262144),
+                                                     ((64, 64, 128), 5, 262144), ((128, 128, 128), 4, 393216)])
+def test_stages_that_do_not_fit_are_refused_with_upstreams_byte_count(block, stages, required):
+    """Upstream's sm_90 FMA dots stage as many tiles (num_stages - 1 buffers of each
+    unswizzled operand tile): its `metadata.shared` for these Inductor configs is
+    the same, and it raises the same OutOfResources when it loads them on an H100."""
+    module = _module(90, 4096, 4096, block, num_stages=stages)
+    with pytest.raises(OutOfResources, match=f"shared memory, Required: {required}, Hardware limit: 232448"):
+        generate_cuda(module, 90)
 
 
 def _fma32(a, b, c):
