@@ -22,6 +22,11 @@
 
 struct tt_emu_dim3 { unsigned x, y, z; };
 
+// CUDA's built-in vector types the generated code reads shared memory with.
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(16))) double2 { double x, y; };
+
 // A cp.async copy in flight: its bytes read at issue, written at the wait completing `group`.
 struct tt_emu_copy { uint32_t dst, nbytes; unsigned long long group; unsigned char bytes[16]; };
 

@@ -116,6 +116,9 @@ def _split_args(text: str) -> list[str]:
 
 
 _REF = re.compile(r"(\w+)\[(\d+)\]")
+# Vector types the FMA dot reads operands with: (elements, bytes per element).
+_VECTOR_READS = {"float4": (4, 4), "float2": (2, 4), "double2": (2, 8)}
+
 _SHARED_READ = re.compile(r"\*reinterpret_cast<const ([\w ]+)\*>\(tt_smem \+ ")
 
 
@@ -300,13 +303,21 @@ class Simulator:
                         self.smem.write(t, key, new)
 
     def _fma(self, ev, env, lane, warp):
-        """(warp, result element, a element, b element) of every product of an FMA dot loop."""
-        _, k_size, reads, updates = ev
+        """(warp, result element, a element, b element) of every product of an FMA dot loop;
+        a vector read's components are named `tt_opN.x`, `.y`, ..."""
+        _, k_size, step, reads, updates = ev
         out = []
-        for k in range(k_size):
+        for k in range(0, k_size, step):
             scope = _Default(env)
             scope["tt_k"] = k
-            values = {name: self.smem.read((warp, lane), eval(_py(expr), {}, scope))[0] for name, expr in reads}
+            values = {}
+            for name, expr, ctype in reads:
+                address = eval(_py(expr), {}, scope)
+                width, elem_bytes = _VECTOR_READS.get(ctype, (1, 0))
+                if width == 1:
+                    values[name] = self.smem.read((warp, lane), address)[0]
+                for i in range(width if width > 1 else 0):
+                    values[f"{name}.{'xyzw'[i]}"] = self.smem.read((warp, lane), address + i * elem_bytes)[0]
             for array, reg, a, b in updates:
                 result = self.elements(array, reg, lane, warp)
                 out.append((warp, result, values[a], values[b]))
@@ -382,22 +393,22 @@ class Simulator:
             if m:
                 events.append(("wait", int(m.group(1))))
                 continue
-            m = re.match(r"for \(int tt_k = 0; tt_k < (\d+); \+\+tt_k\) \{", line)
+            m = re.match(r"for \(int tt_k = 0; tt_k < (\d+); (?:\+\+tt_k|tt_k \+= (\d+))\) \{", line)
             if m:
-                fma = ("fma", int(m.group(1)), [], [])
+                fma = ("fma", int(m.group(1)), int(m.group(2) or 1), [], [])
                 continue
             if fma is not None:
                 if line == "}":
                     events.append(fma)
                     fma = None
                     continue
-                m = re.match(r"const \w+ (tt_op\d+) = (.*);$", line)
+                m = re.match(r"const (\w+) (tt_op\d+) = (.*);$", line)
                 if m:
-                    fma[2].append((m.group(1), _smem_reads(m.group(2))[0]))
+                    fma[3].append((m.group(2), _smem_reads(m.group(3))[0], m.group(1)))
                     continue
-                m = re.match(r"(\w+)\[(\d+)\] = .*?(tt_op\d+)\W.*?(tt_op\d+)\W", line)
+                m = re.match(r"(\w+)\[(\d+)\] = .*?(tt_op\d+(?:\.[xyzw])?)\W.*?(tt_op\d+(?:\.[xyzw])?)\W", line)
                 if m:
-                    fma[3].append((m.group(1), int(m.group(2)), m.group(3), m.group(4)))
+                    fma[4].append((m.group(1), int(m.group(2)), m.group(3), m.group(4)))
                 continue
             m = re.match(r"(?:const )?(?:int|unsigned|bool) (\w+) = (.*?);(\s*//.*)?$", line)
             if m and not m.group(1).startswith(("tt_f", "tt_big", "tt_small")):

@@ -11,6 +11,8 @@ The whole lowering of a kernel, in order (`generate_cuda`):
      descriptors as TMA copies (`tma_load`, `tma_store`);
    - `lower_descriptors` (`passes/lower_descriptors.py`): the other tensor
      descriptor ops as pointer code;
+   - `accumulate` (`dot/accumulate.py`): `acc + dot(a, b, 0)` as
+     `dot(a, b, acc)` where the dot runs on FMAs, as upstream combines it;
    - `layout_pass`: a distributed layout for every block value (coalesced for
      memory accesses, the layouts the dots' implementations ask for),
      `convert_layout` where producers and consumers disagree, and the clean-up
@@ -36,13 +38,13 @@ from tritone.passes import lower_descriptors, run_pipeline
 from . import layout_pass, pipeline, smem, tma
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
-from .dot import operands
+from .dot import accumulate, operands
 
 __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max_shared_memory"]
 
 # The GPU passes, in the order they run (after the frontend's passes). A new
 # pass is one module with `run(module, ctx)` and one entry here.
-GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, layout_pass, operands, pipeline, smem)
+GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, layout_pass, operands, pipeline, smem)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,
