@@ -547,3 +547,30 @@ def test_hopper_fp8_dots_add_partial_sums_every_max_num_imprecise_acc(arch, limi
     kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
     registers = 64 * 64 // (32 * 4)
     assert kernel.asm["ptx"].count("add.f32") == registers * adds_per_register
+
+
+@triton.jit
+def accumulating_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Inductor's form: `acc += tl.dot(a, b)` in the K loop."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_acc_plus_dot_accumulates_in_place_on_tensor_cores(arch):
+    # As upstream's combine: add(acc, dot(a, b, 0)) is dot(a, b, acc), so no add per element
+    # follows each trip's products, and on sm_90 the wgmma stays in flight over the loop.
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    module = ir_module(accumulating_matmul, sig, {"BM": 128, "BN": 128, "BK": 64}, arch, num_warps=8)
+    source, _, _ = generate_cuda(module, arch, {"num_warps": 8})
+    dots = [op for op in module.kernel.walk() if op.name == "dot"]
+    loop = next(op for op in module.kernel.walk() if op.name == "for")
+    assert len(dots) == 1 and dots[0].operands[2] in loop.regions[0].args
+    assert not [op for op in loop.regions[0].ops if op.name == "add" and op.results[0].type == dots[0].results[0].type]
+    if arch == 90:
+        assert dots[0].attrs.get("implementation") == "wgmma" and dots[0].attrs.get("in_flight") == 1

@@ -1,21 +1,24 @@
-"""`acc + tl.dot(a, b)` as `tl.dot(a, b, acc)` for dots computed with FMAs.
+"""`acc + tl.dot(a, b)` as `tl.dot(a, b, acc)`, as upstream Triton's combine
+pass rewrites it on every path.
 
 `acc += tl.dot(a, b)` (Inductor's mm template, many hand-written kernels)
 reaches the backend as `add(acc, dot(a, b, zeros))`: the dot sums its products
-into fresh zeros, then the block is added to the accumulator. Upstream
-Triton's combine pass rewrites this into `dot(a, b, acc)` on every path, so
-the GPU accumulates the products straight into `acc` in k order; this pass
-does the same for the dots `fma.py` computes. That saves one register per
-accumulator element of each thread (the FMA dot's partial sums live beside
-`acc` for the whole loop body), which decides how many CTAs fit on an SM, and
-one add per element per loop trip. The fp32 result is then the one upstream's
-FMA dot gives, bit for bit: the same fused multiply-adds in the same order.
+into fresh zeros, then the block is added to the accumulator. Rewritten, the
+GPU accumulates the products straight into `acc`. On the FMA path that saves
+one register per accumulator element of each thread (the partial sums live
+beside `acc` for the whole loop body), which decides how many CTAs fit on an
+SM, and one add per element per loop trip; the fp32 result is then the one
+upstream's FMA dot gives, bit for bit (the same fused multiply-adds in the
+same order). On the tensor-core paths the sums are those upstream's give,
+and a wgmma dot can accumulate in place and stay in flight over its loop
+(`pipeline.py`).
 
-The rewrite applies when the dot's accumulator is a float zero constant, the
-dot's result feeds only the add, and the add's other operand has the dot's
-type. It runs before the layout pass (the dot's implementation is chosen the
-way the layout pass will choose it) and only in the GPU pipeline: the
-interpreter still computes `acc + dot(a, b, 0)`.
+The rewrite applies, as upstream's, when the dot's accumulator is a zero
+constant, the dot's result feeds only the add, the add's other operand has
+the dot's type, and for float dots `max_num_imprecise_acc` is 0 (fp8 dots
+that promote partial sums keep their own). It runs before the layout pass and
+only in the GPU pipeline: the interpreter computes `acc + dot(a, b, 0)`, as
+upstream's does.
 """
 
 from __future__ import annotations
@@ -24,28 +27,23 @@ from collections import Counter
 
 from tritone.ir.core import Module, Operation, Region, Value
 
-from . import select
-
 
 def run(module: Module, ctx=None) -> None:
-    """Fold every `add(x, dot(a, b, 0))` of `module` whose dot runs on FMAs into `dot(a, b, x)`."""
-    options = getattr(ctx, "options", None) or {}
-    num_warps = int(module.attrs.get("num_warps", options.get("num_warps", 4)))
-    target = int(options.get("target", 80))
+    """Fold every `add(x, dot(a, b, 0))` of `module` into `dot(a, b, x)` (see the module docstring)."""
     for fn in module.functions.values():
         uses = Counter(value for op in fn.walk() for value in op.operands)
         for op in list(fn.walk()):
             if op.name == "add":
-                _fold(op, uses, target, num_warps)
+                _fold(op, uses)
 
 
-def _fold(add: Operation, uses: Counter, target: int, num_warps: int) -> None:
+def _fold(add: Operation, uses: Counter) -> None:
     for index, value in enumerate(add.operands):
         dot = value.defining_op
         other = add.operands[1 - index]
         if (dot is None or dot.name != "dot" or dot.parent is not add.parent or uses[value] != 1
-                or other.type != value.type or not _is_float_zero(dot.operands[2])
-                or select(dot, target, num_warps).name != "fma"):
+                or other.type != value.type or not _is_zero(dot.operands[2])
+                or (value.type.scalar.is_floating() and dot.attrs.get("max_num_imprecise_acc"))):
             continue
         region: Region = add.parent
         # The dot moves to the add's place: `other` may be computed between them.
@@ -58,10 +56,9 @@ def _fold(add: Operation, uses: Counter, target: int, num_warps: int) -> None:
         return
 
 
-def _is_float_zero(value: Value) -> bool:
+def _is_zero(value: Value) -> bool:
     op = value.defining_op
-    return (op is not None and op.name == "constant" and value.type.scalar.is_floating()
-            and op.attrs["value"] == 0.0)
+    return op is not None and op.name == "constant" and op.attrs["value"] == 0
 
 
 def _replace_uses(region: Region, old: Value, new: Value) -> None:
