@@ -353,11 +353,12 @@ def test_block_pointer_attention_is_pipelined():
 
 
 @triton.jit
-def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, BM: tl.constexpr, BN: tl.constexpr,
-                        D: tl.constexpr):
+def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, log_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                        D: tl.constexpr, LOG: tl.constexpr):
     """out = sum over the NB blocks listed in idx (rows block * BN ...) of
     (q @ k_blockᵀ) @ v_block: the next block's rows come from a load of the index
-    table at the end of each trip, as FlexAttention's block-sparse loop reads them."""
+    table at the end of each trip, as FlexAttention's block-sparse loop reads them.
+    With LOG, each trip also writes its block to `log_ptr` (a store in the loop)."""
     offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
     q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
     acc = tl.zeros((BM, D), dtype=tl.float32)
@@ -367,6 +368,8 @@ def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, BM: tl.conste
     for i in range(NB):
         s = tl.dot(q, tl.trans(tl.load(k_ptrs)))
         acc = tl.dot(s.to(tl.float16), tl.load(v_ptrs), acc)
+        if LOG:
+            tl.store(log_ptr + i, block)
         following = tl.load(idx_ptr + i + 1, mask=i + 1 < NB, other=0)
         k_ptrs += (following - block) * BN * D
         v_ptrs += (following - block) * BN * D
@@ -375,14 +378,14 @@ def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, BM: tl.conste
 
 
 BLOCK_SPARSE_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "idx_ptr": "*i32", "out_ptr": "*fp32",
-                    "NB": "i32"}
+                    "NB": "i32", "log_ptr": "*i32"}
 
 
 @pytest.mark.parametrize("arch", [80, 90])
 def test_a_loop_finding_its_next_tile_by_a_load_is_pipelined(arch):
     # The index loads of the producer slice run ahead with the copies, under `trip < ub`
     # (no trip past the end reads the table), as nothing in the loop writes memory.
-    consts = {"BM": 64, "BN": 64, "D": 64}
+    consts = {"BM": 64, "BN": 64, "D": 64, "LOG": False}
     module = ir_module(block_sparse_kernel, BLOCK_SPARSE_SIG, consts, arch, num_stages=3)
     generate_cuda(module, arch)
     ops = _loop_ops(module)
@@ -398,32 +401,11 @@ def test_a_loop_finding_its_next_tile_by_a_load_is_pipelined(arch):
 
 
 def test_a_loop_that_writes_keeps_its_loads_in_their_trips():
-    consts = {"BM": 64, "BN": 64, "D": 64}
-    module = ir_module(block_sparse_writer_kernel, {**BLOCK_SPARSE_SIG, "log_ptr": "*i32"}, consts, 80)
+    # a store in the loop could change what a load run ahead reads
+    consts = {"BM": 64, "BN": 64, "D": 64, "LOG": True}
+    module = ir_module(block_sparse_kernel, BLOCK_SPARSE_SIG, consts, 80)
     generate_cuda(module, 80)
     assert "async_copy" not in _loop_ops(module)
-
-
-@triton.jit
-def block_sparse_writer_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, log_ptr, BM: tl.constexpr,
-                               BN: tl.constexpr, D: tl.constexpr):
-    """block_sparse_kernel, also writing each trip's block to `log_ptr`: a store in
-    the loop could change what a load run ahead reads."""
-    offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
-    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
-    acc = tl.zeros((BM, D), dtype=tl.float32)
-    block = tl.load(idx_ptr)
-    rows = (block * BN + offs_n)[:, None] * D + offs_d[None, :]
-    k_ptrs, v_ptrs = k_ptr + rows, v_ptr + rows
-    for i in range(NB):
-        s = tl.dot(q, tl.trans(tl.load(k_ptrs)))
-        acc = tl.dot(s.to(tl.float16), tl.load(v_ptrs), acc)
-        tl.store(log_ptr + i, block)
-        following = tl.load(idx_ptr + i + 1, mask=i + 1 < NB, other=0)
-        k_ptrs += (following - block) * BN * D
-        v_ptrs += (following - block) * BN * D
-        block = following
-    tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
 
 
 def test_shared_memory_that_does_not_fit_fails_at_compile_time():

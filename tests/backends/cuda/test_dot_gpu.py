@@ -296,7 +296,8 @@ def test_block_sparse_loop_with_index_loads_run_ahead(num_stages):
     for blocks in ([3], [5, 0, 11, 5, 2], [7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3]):
         idx = torch.tensor(blocks, dtype=torch.int32, device="cuda")
         out = poisoned((bm, d), "fp32")
-        launch(block_sparse_kernel, (1,), q, k, v, idx, out, len(blocks), bm, bn, d, num_stages=num_stages)
+        launch(block_sparse_kernel, (1,), q, k, v, idx, out, len(blocks), idx, bm, bn, d, False,
+               num_stages=num_stages)
         expected = torch.zeros(bm, d, dtype=torch.float32, device="cuda")
         for block in blocks:
             rows = slice(block * bn, (block + 1) * bn)
