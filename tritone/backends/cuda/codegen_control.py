@@ -9,6 +9,7 @@ same in every thread of a CTA, so barriers inside these regions are safe.
 from __future__ import annotations
 
 from tritone.ir.core import Operation, Value
+from tritone.ir.layouts import DistributedLayout
 
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_types import ctype
@@ -68,7 +69,7 @@ def unrolls_whole(em: Emitter, op: Operation) -> bool:
     body, and the unrolled body under `_FULL_UNROLL_BUDGET` element operations per
     thread. Unrolled, the loads of every trip can be issued before the arithmetic
     that consumes them, which is what a memory-bound loop (a reduction over a row
-    in chunks) needs, and values carried through it (a Welford weight) fold."""
+    in chunks) needs."""
     lb, ub, step = (_constant_int(v) for v in op.operands[:3])
     if lb is None or ub is None or step is None or step <= 0 or ub <= lb:
         return False
@@ -79,6 +80,10 @@ def unrolls_whole(em: Emitter, op: Operation) -> bool:
     for inner in op.regions[0].walk():
         if inner.name.startswith(_NOT_UNROLLED_PREFIXES):
             return False
+        for result in inner.results:
+            # a block held in shared memory (no per-thread registers) is left to its own passes
+            if result.type.is_block() and not isinstance(result.type.layout, DistributedLayout):
+                return False
         cost += max(1, sum(em.nregs(result) for result in inner.results))
     return trips * cost <= _FULL_UNROLL_BUDGET
 
