@@ -8,6 +8,7 @@ Loops whose bounds are not constant, or that are long, stay rolled."""
 
 from __future__ import annotations
 
+import cuda_emulator
 import numpy as np
 import pytest
 import torch
@@ -15,7 +16,8 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
-from tritone.compiler.compiler import ASTSource
+from tritone.backends.cuda.lowering import generate_cuda
+from tritone.compiler.compiler import ASTSource, make_ir
 
 ROW = 2048
 
@@ -30,7 +32,7 @@ def _welford_combine(mean_a, m2_a, weight_a, mean_b, m2_b, weight_b):
 
 @triton.jit
 def row_stats(x_ptr, mean_ptr, var_ptr, argmax_ptr, row_length, R0_BLOCK: tl.constexpr,
-              CONSTANT_ROW: tl.constexpr):
+              CONSTANT_ROW: tl.constexpr, EVICT: tl.constexpr = "evict_first"):
     """Per row of a bf16 matrix: mean and (unbiased) variance by Welford, and
     the first index of the maximum, the way Inductor's reduction kernels are
     written."""
@@ -47,7 +49,7 @@ def row_stats(x_ptr, mean_ptr, var_ptr, argmax_ptr, row_length, R0_BLOCK: tl.con
     for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
         r0_index = r0_offset + r0_base
         r0_mask = r0_index < r0_numel
-        x = tl.load(x_ptr + (r0_index + r0_numel * row), r0_mask, eviction_policy="evict_first",
+        x = tl.load(x_ptr + (r0_index + r0_numel * row), r0_mask, eviction_policy=EVICT,
                     other=0.0).to(tl.float32)
         if r0_offset == 0:
             next_mean, next_m2, next_weight = x, tl.zeros_like(x), tl.full(x.shape, 1.0, tl.float32)
@@ -72,12 +74,13 @@ def row_stats(x_ptr, mean_ptr, var_ptr, argmax_ptr, row_length, R0_BLOCK: tl.con
 
 
 SIGNATURE = {"x_ptr": "*bf16", "mean_ptr": "*fp32", "var_ptr": "*fp32", "argmax_ptr": "*i32",
-             "row_length": "i32", "R0_BLOCK": "constexpr", "CONSTANT_ROW": "constexpr"}
+             "row_length": "i32", "R0_BLOCK": "constexpr", "CONSTANT_ROW": "constexpr", "EVICT": "constexpr"}
 
 
 def _compile_sm90(r0_block: int, constant_row: bool = True):
     divisible = {(i,): [["tt.divisibility", 16]] for i in range(5)}
-    src = ASTSource(row_stats, SIGNATURE, {"R0_BLOCK": r0_block, "CONSTANT_ROW": constant_row}, divisible)
+    constexprs = {"R0_BLOCK": r0_block, "CONSTANT_ROW": constant_row, "EVICT": "evict_first"}
+    src = ASTSource(row_stats, SIGNATURE, constexprs, divisible)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 
 
@@ -125,3 +128,61 @@ def test_row_stats_match_numpy_in_the_interpreter(r0_block):
     np.testing.assert_allclose(mean.numpy(), reference.mean(axis=1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(var.numpy(), reference.var(axis=1, ddof=1), rtol=1e-4)
     np.testing.assert_array_equal(argmax.numpy(), reference.argmax(axis=1))
+
+
+@pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
+@pytest.mark.parametrize("r0_block, num_warps", [(512, 4), (1024, 8)])
+def test_unrolled_row_stats_run_right_on_the_cuda_emulator(r0_block, num_warps):
+    # the generated CUDA itself (unrolled r-loop; Welford and argmax partials of the
+    # warps meeting in shared memory) on the CPU; ties make argmax take the first index.
+    # No eviction policy: the emulator has no `createpolicy`.
+    rows = 2
+    rng = np.random.default_rng(r0_block)
+    values = rng.integers(-40, 40, size=(rows, ROW)).astype(np.float32) / 8
+    x_bits = (values.view(np.uint32) >> 16).astype(np.uint16)  # exact in bf16
+    constexprs = {"R0_BLOCK": r0_block, "CONSTANT_ROW": True, "EVICT": ""}
+    divisible = {(i,): [["tt.divisibility", 16]] for i in range(5)}
+    module = make_ir(ASTSource(row_stats, SIGNATURE, constexprs, divisible), GPUTarget("cuda", 90, 32),
+                     {"num_warps": num_warps})
+    source, _, metadata = generate_cuda(module, 90, {"num_warps": num_warps})
+    assert _r_loop_pragma(source) == "#pragma unroll"
+    mean = np.full(rows, 7.0, dtype=np.float32)
+    var = np.full(rows, 7.0, dtype=np.float32)
+    argmax = np.full(rows, -1, dtype=np.int32)
+    emulated = cuda_emulator.Emulator(source, num_warps, metadata["shared"])
+    emulated.launch((rows,), x_bits, mean, var, argmax, np.int32(ROW))
+    reference = values.astype(np.float64)
+    np.testing.assert_allclose(mean, reference.mean(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(var, reference.var(axis=1, ddof=1), rtol=1e-4)
+    np.testing.assert_array_equal(argmax, reference.argmax(axis=1))
+
+
+@triton.jit
+def _first_nonzero(a, b):
+    return tl.where(a != 0, a, b)
+
+
+@triton.jit
+def first_nonzero_kernel(X, Out, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N)[None, :])
+    tl.store(Out + tl.arange(0, 1), tl.reduce(x, 1, _first_nonzero))
+
+
+@pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
+@pytest.mark.parametrize("n, num_warps", [(1024, 8), (512, 4), (2048, 16)])
+def test_order_dependent_reduce_across_warps_on_the_cuda_emulator(n, num_warps):
+    # A combine whose result depends on the order of its sides: the lanes' butterfly
+    # before the warps meet runs unordered, so only each warp's lowest lane may write.
+    rng = np.random.default_rng(n)
+    x = rng.integers(1, 1000, size=n, dtype=np.int32)
+    first = int(rng.integers(n // 8, n // 2))
+    x[:first] = 0  # every lane's part is nonzero past `first`: an unordered combine picks another
+    out = np.full(1, -1, dtype=np.int32)
+    # 16-byte aligned rows: each thread's elements are a contiguous run (the
+    # registers are combined first, so only then is the whole order the index order)
+    divisible = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+    src = ASTSource(first_nonzero_kernel, {"X": "*i32", "Out": "*i32", "N": "constexpr"}, {"N": n}, divisible)
+    module = make_ir(src, GPUTarget("cuda", 90, 32), {"num_warps": num_warps})
+    source, _, metadata = generate_cuda(module, 90, {"num_warps": num_warps})
+    cuda_emulator.Emulator(source, num_warps, metadata["shared"]).launch((1,), x, out)
+    assert out[0] == x[first]
