@@ -115,19 +115,29 @@ def test_long_row_loop_stays_rolled():
     assert _r_loop_pragma(compiled.asm["cuda"]) != "#pragma unroll"
 
 
-@pytest.mark.parametrize("r0_block", [512, 2048, 32])
-def test_row_stats_match_numpy_in_the_interpreter(r0_block):
+def _check_row_stats(r0_block: int, device: str) -> None:
     rows = 3
     generator = torch.Generator().manual_seed(r0_block)
-    x = (torch.randn(rows, ROW, generator=generator) * 3 + 1).to(torch.bfloat16)
-    mean = torch.empty(rows, dtype=torch.float32)
-    var = torch.empty(rows, dtype=torch.float32)
-    argmax = torch.empty(rows, dtype=torch.int32)
+    x = (torch.randn(rows, ROW, generator=generator) * 3 + 1).to(torch.bfloat16).to(device)
+    mean = torch.empty(rows, dtype=torch.float32, device=device)
+    var = torch.empty(rows, dtype=torch.float32, device=device)
+    argmax = torch.empty(rows, dtype=torch.int32, device=device)
     row_stats[(rows,)](x, mean, var, argmax, ROW, R0_BLOCK=r0_block, CONSTANT_ROW=True)
-    reference = x.float().numpy().astype(np.float64)
-    np.testing.assert_allclose(mean.numpy(), reference.mean(axis=1), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(var.numpy(), reference.var(axis=1, ddof=1), rtol=1e-4)
-    np.testing.assert_array_equal(argmax.numpy(), reference.argmax(axis=1))
+    reference = x.cpu().float().numpy().astype(np.float64)
+    np.testing.assert_allclose(mean.cpu().numpy(), reference.mean(axis=1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(var.cpu().numpy(), reference.var(axis=1, ddof=1), rtol=1e-4)
+    np.testing.assert_array_equal(argmax.cpu().numpy(), reference.argmax(axis=1))
+
+
+@pytest.mark.parametrize("r0_block", [512, 2048, 32])
+def test_row_stats_match_numpy_in_the_interpreter(r0_block):
+    _check_row_stats(r0_block, "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("r0_block", [512, 2048, 32])
+def test_row_stats_match_numpy_on_the_gpu(r0_block):
+    _check_row_stats(r0_block, "cuda")
 
 
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
