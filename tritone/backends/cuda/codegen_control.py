@@ -1,8 +1,9 @@
 """Code generation for structured control flow: `for` and `while` become C++
 loops (a `for` with a `loop_unroll_factor` under `#pragma unroll n`, a short
 `for` of constant bounds under `#pragma unroll`) and `if` a branch, with
-carried values as variables declared before them (arrays for blocks). A region's `yield` assigns the carried variables
-through temporaries, since it may permute them. Scalar conditions are the
+carried values as variables declared before them (arrays for blocks). A
+region's `yield` assigns the carried variables through temporaries, since it
+may permute them. Scalar conditions are the
 same in every thread of a CTA, so barriers inside these regions are safe.
 """
 

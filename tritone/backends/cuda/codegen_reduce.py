@@ -194,8 +194,9 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
     commutative = _commutative(op)
     lane_bits = _axis_bits(linear.lanes, axis, "lane", op.loc)
     warp_bits = _axis_bits(linear.warps, axis, "warp", op.loc)
-    # Masks go up from bit 0, so the lowest lane of a group always takes the left side
-    # and ends with the ordered result; when warps follow, no other lane's is used.
+    # The masks go up in the index they add, so the lowest lane of a group always takes
+    # the left side and ends with the ordered result; when warps follow, no other
+    # lane's result is used.
     _butterfly(em, inputs, list(accs.values()), [1 << bit for bit in lane_bits], commutative or bool(warp_bits),
                combine)
     if warp_bits:
