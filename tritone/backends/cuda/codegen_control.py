@@ -1,14 +1,16 @@
 """Code generation for structured control flow: `for` and `while` become C++
-loops (a `for` with a `loop_unroll_factor` under `#pragma unroll n`) and `if`
-a branch, with carried values as variables declared before them (arrays for
-blocks). A region's `yield` assigns the carried variables
-through temporaries, since it may permute them. Scalar conditions are the
+loops (a `for` with a `loop_unroll_factor` under `#pragma unroll n`, a short
+`for` of constant bounds under `#pragma unroll`) and `if` a branch, with
+carried values as variables declared before them (arrays for blocks). A
+region's `yield` assigns the carried variables through temporaries, since it
+may permute them. Scalar conditions are the
 same in every thread of a CTA, so barriers inside these regions are safe.
 """
 
 from __future__ import annotations
 
 from tritone.ir.core import Operation, Value
+from tritone.ir.layouts import DistributedLayout
 
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_types import ctype
@@ -40,6 +42,53 @@ def _assign_all(em: Emitter, targets: list[str], values: list[str], types: list[
             em.copy(target, temp, typed)
 
 
+# A `for` of constant bounds is unrolled whole when it runs at most this many
+# trips and its unrolled body stays under this many per-thread element operations
+# (the sum, over the body's operations, of the registers each result takes). Upstream
+# Triton gets the same from LLVM's full unrolling, which NVVM does not always do on
+# its own (NVRTC 13.0 kept Inductor's 4-trip bf16 reduction loops rolled, so each
+# thread had one 8-byte load in flight instead of four).
+_FULL_UNROLL_TRIPS = 16
+_FULL_UNROLL_BUDGET = 1024
+
+# Operations that make a loop's body a pipelined dot or TMA loop, or another loop:
+# their code size and scheduling are the pipelining pass's business, not unrolling's.
+_NOT_UNROLLED_PREFIXES = ("for", "while", "dot", "async_", "tma_", "descriptor_", "local_", "barrier")
+
+
+def _constant_int(value: Value) -> int | None:
+    op = value.defining_op
+    if op is None or op.name != "constant" or value.type.is_block():
+        return None
+    constant = op.attrs.get("value")
+    return constant if isinstance(constant, int) and not isinstance(constant, bool) else None
+
+
+def unrolls_whole(em: Emitter, op: Operation) -> bool:
+    """Whether `op`, a `for`, is worth unrolling whole: constant bounds, 2 to
+    `_FULL_UNROLL_TRIPS` trips, no nested loop, dot or asynchronous copy in its
+    body, and the unrolled body under `_FULL_UNROLL_BUDGET` element operations per
+    thread. Unrolled, the loads of every trip can be issued before the arithmetic
+    that consumes them, which is what a memory-bound loop (a reduction over a row
+    in chunks) needs."""
+    lb, ub, step = (_constant_int(v) for v in op.operands[:3])
+    if lb is None or ub is None or step is None or step <= 0 or ub <= lb:
+        return False
+    trips = -(-(ub - lb) // step)
+    if not 2 <= trips <= _FULL_UNROLL_TRIPS:
+        return False
+    cost = 0
+    for inner in op.regions[0].walk():
+        if inner.name.startswith(_NOT_UNROLLED_PREFIXES):
+            return False
+        for result in inner.results:
+            # a block held in shared memory (no per-thread registers) is left to its own passes
+            if result.type.is_block() and not isinstance(result.type.layout, DistributedLayout):
+                return False
+        cost += max(1, sum(em.nregs(result) for result in inner.results))
+    return trips * cost <= _FULL_UNROLL_BUDGET
+
+
 @emits("for")
 def emit_for(em: Emitter, op: Operation) -> None:
     lb, ub, step = (em.name(v) for v in op.operands[:3])
@@ -53,6 +102,8 @@ def emit_for(em: Emitter, op: Operation) -> None:
     if isinstance(unroll, int) and unroll >= 1:
         # tl.range(..., loop_unroll_factor=n): n copies of the body per trip (1: not unrolled)
         em.lines.append(f"#pragma unroll {unroll}")
+    elif unroll is None and unrolls_whole(em, op):
+        em.lines.append("#pragma unroll")
     em.open(f"for ({ctype(body.args[0].type)} {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
     em.terminators.append(lambda values: _assign_all(em, carried, values, list(op.results)))
     try:

@@ -11,6 +11,9 @@ order), then the lanes along the axis by `shfl.xor` butterflies, then the
 warps along the axis through shared memory: lane j of every warp reads warp
 j's partial result and the lanes combine them by butterflies again (where
 the lanes of an output have the index bits for it). The results are in the operand layout's slice.
+When warps follow, only the lowest lane of each group needs the lanes' result in
+order (it alone writes the warp's partial), so that first butterfly skips the swap
+too, as Triton's does.
 
 Scan: each thread scans its runs of consecutive registers (chunks), the lanes
 along the axis scan the chunk totals (Hillis-Steele over `shfl.idx`), and the
@@ -190,8 +193,12 @@ def emit_reduce(em: Emitter, op: Operation) -> None:
         accs[key] = names
     commutative = _commutative(op)
     lane_bits = _axis_bits(linear.lanes, axis, "lane", op.loc)
-    _butterfly(em, inputs, list(accs.values()), [1 << bit for bit in lane_bits], commutative, combine)
     warp_bits = _axis_bits(linear.warps, axis, "warp", op.loc)
+    # The masks go up in the index they add, so the lowest lane of a group always takes
+    # the left side and ends with the ordered result; when warps follow, no other
+    # lane's result is used.
+    _butterfly(em, inputs, list(accs.values()), [1 << bit for bit in lane_bits], commutative or bool(warp_bits),
+               combine)
     if warp_bits:
         _reduce_across_warps(em, op, linear, groups, accs, warp_bits, combine, commutative)
     results = op.results
@@ -224,14 +231,16 @@ def _commutative(op: Operation) -> bool:
             and set(ops[0].operands) == set(region.args) and ops[1].operands[0] is ops[0].results[0])
 
 
-def _butterfly(em: Emitter, inputs: list[Value], accs: list[list[str]], masks: list[int], commutative: bool,
+def _butterfly(em: Emitter, inputs: list[Value], accs: list[list[str]], masks: list[int], unordered: bool,
                combine: str) -> None:
     """Combine each accumulator with the lanes whose index differs in the bits of
     `masks`, by `shfl.xor`: afterwards every lane of such a group holds the group's
-    result. A non-commutative combine takes the lane with the mask bit set (the
-    higher indices) on the right, so both lanes of a pair compute the same value."""
+    result. Unless `unordered`, the combine takes the lane with the mask bit set
+    (the higher indices) on the right, so both lanes of a pair compute the same
+    value. `unordered` puts every lane's own value on the left: right for a
+    commutative combine, and for the lowest lane of each group whatever the combine."""
     for mask in masks:
-        if commutative:
+        if unordered:
             for names in accs:
                 others = [em.fresh("tt_r") for _ in inputs]
                 for k, value in enumerate(inputs):
@@ -270,9 +279,15 @@ def _reduce_across_warps(em: Emitter, op: Operation, linear: LinearLayout, group
     position = em.fresh("tt_wpos")
     em.line(f"const int {position} = {_packed_bits('tt_warp', warp_bits)};")
     slots = {key: _group_index(em, linear, regs[0], axis, shape) for key, regs in groups.items()}
+    lane_mask = sum(1 << bit for bit in _axis_bits(linear.lanes, axis, "lane", op.loc))
+    if not commutative and lane_mask:
+        # after the unordered butterfly only the group's lowest lane holds the ordered partial
+        em.open(f"if ((tt_lane & {lane_mask}) == 0)")
     for key, names in accs.items():
         for k, buf in enumerate(buffers):
             em.line(f"{buf}[({slots[key]}) * {count} + {position}] = {names[k]};")
+    if not commutative and lane_mask:
+        em.close()
     em.barrier()
     if len(free) >= len(warp_bits):
         lanes = free[:len(warp_bits)]
