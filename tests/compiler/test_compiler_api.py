@@ -47,6 +47,31 @@ def test_option_names_match_upstream():
     assert set(upstream.CUDAOptions.__dataclass_fields__) <= KernelOptions.FIELD_NAMES
 
 
+@triton.jit
+def _fp8_dot(a_ptr, b_ptr, c_ptr, DTYPE: tl.constexpr):
+    r = tl.arange(0, 64)
+    a = tl.load(a_ptr + r[:, None] * 64 + r[None, :]).to(DTYPE, bitcast=True)
+    b = tl.load(b_ptr + r[:, None] * 64 + r[None, :]).to(DTYPE, bitcast=True)
+    tl.store(c_ptr + r[:, None] * 64 + r[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_a_launch_without_options_gets_the_targets_fp8_dot_defaults(arch, recwarn):
+    # As Triton's CUDA backend fills them when a kernel gives none: fp8 dots on sm_90 sum
+    # 2**30 products imprecisely (upstream's TTIR: maxNumImpreciseAcc = 1073741824), and
+    # fp8e4b15 operands there are deprecated, with Triton's warning.
+    sig = {"a_ptr": "*u8", "b_ptr": "*u8", "c_ptr": "*fp32"}
+    e4m3 = triton.compile(ASTSource(_fp8_dot, sig, {"DTYPE": tl.float8e4nv}), target=GPUTarget("cuda", arch, 32))
+    assert f"max_num_imprecise_acc = {2**30 if arch == 90 else 0}" in e4m3.asm["ttir"]
+    triton.compile(ASTSource(_fp8_dot, sig, {"DTYPE": tl.float8e4b15}), target=GPUTarget("cuda", arch, 32))
+    deprecated = [w for w in recwarn if "fp8e4b15 is deprecated on Hopper" in str(w.message)]
+    assert len(deprecated) == (1 if arch == 90 else 0)
+    # a kernel's own value is kept
+    explicit = triton.compile(ASTSource(_fp8_dot, sig, {"DTYPE": tl.float8e4nv}), target=GPUTarget("cuda", arch, 32),
+                              options={"max_num_imprecise_acc_default": 0})
+    assert "max_num_imprecise_acc = 0" in explicit.asm["ttir"]
+
+
 @pytest.mark.parametrize("arch", [75, 80, 90])
 def test_parse_options_as_inductor_reads_them(arch):
     options = make_backend(GPUTarget("cuda", arch, 32)).parse_options({})

@@ -73,7 +73,10 @@ class KernelOptions:
     target decides what is generated; an arch before sm90 refuses num_ctas > 1,
     as Triton does), `instrumentation_mode`. `warp_size` must be 32.
     `allowed_dot_input_precisions` limits what `tl.dot(input_precision=...)`
-    accepts."""
+    accepts. `deprecated_fp8_dot_operand_dtypes` and
+    `max_num_imprecise_acc_default` left None take the target's values when
+    the kernel is compiled, as Triton's CUDA backend fills them (sm_90 and
+    newer: fp8e4b15 deprecated; sm_90: 2**30)."""
 
     num_warps: int = 4
     num_ctas: int = 1
@@ -88,10 +91,10 @@ class KernelOptions:
     launch_pdl: bool = False
     launch_cooperative_grid: bool = False
     supported_fp8_dtypes: tuple[str, ...] = SUPPORTED_FP8_DTYPES
-    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] | None = None
     default_dot_input_precision: str = "tf32"
     allowed_dot_input_precisions: tuple[str, ...] = DOT_INPUT_PRECISIONS
-    max_num_imprecise_acc_default: int = 0
+    max_num_imprecise_acc_default: int | None = None
     extern_libs: tuple[tuple[str, str], ...] = ()
     debug: bool = False
     backend_name: str = "cuda"
@@ -106,7 +109,8 @@ class KernelOptions:
         libs = self.extern_libs.items() if isinstance(self.extern_libs, dict) else self.extern_libs
         object.__setattr__(self, "extern_libs", tuple((str(k), str(v)) for k, v in libs))
         for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.warp_size != 32:
             raise InvalidOptionError(f"warp_size must be 32 (NVIDIA warps), got {self.warp_size!r}")
         unknown = [p for p in self.allowed_dot_input_precisions if p not in DOT_INPUT_PRECISIONS]

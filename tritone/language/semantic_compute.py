@@ -6,6 +6,7 @@ A mixin of `Semantic` (semantic.py).
 
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 from ..ir.core import Operation, Region
@@ -53,6 +54,13 @@ class ComputeSemantic:
                 raise AssertionError(f"Both operands must be same dtype. Got {dtype_name(lhs_ty)} and "
                                      f"{dtype_name(rhs_ty)}")
         if lhs_ty.is_fp8e4b15() or rhs_ty.is_fp8e4b15():
+            deprecated = self.options.get("deprecated_fp8_dot_operand_dtypes")
+            if deprecated is None:
+                deprecated = ("fp8e4b15",) if (self.target_capability or 0) >= 90 else ()
+            if "fp8e4b15" in deprecated:
+                # Triton's warning, in its words (sm_90 and newer)
+                warnings.warn("the use of fp8e4b15 is deprecated on Hopper and later architectures and can cause "
+                              "significant slow down. It will be removed in a future triton release", stacklevel=2)
             lhs = self.cast(lhs, tl.float16)
             rhs = self.cast(rhs, tl.float16)
 
