@@ -84,7 +84,9 @@ def _check_zero_signs(got, want):
     assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
 
 
-@pytest.mark.parametrize("name, fn, bound", [("erf", math.erf, 2), ("erfc", math.erfc, 6)])
+# The bounds are the worst seen over a million random arguments (erf 3 ulp, erfc 5): a fresh sample
+# each run, so a bound at the edge of what was seen would fail now and then.
+@pytest.mark.parametrize("name, fn, bound", [("erf", math.erf, 4), ("erfc", math.erfc, 6)])
 def test_erf_and_erfc_against_math(name, fn, bound):
     rng = _rng()
     x = np.concatenate([rng.uniform(-6, 6, 3000), rng.uniform(-30, 30, 1000), _spread(rng, 1000, -745, 3.4), EDGES])
