@@ -12,7 +12,7 @@ The whole lowering of a kernel, in order (`generate_cuda`):
    - `lower_descriptors` (`passes/lower_descriptors.py`): the other tensor
      descriptor ops as pointer code;
    - `accumulate` (`dot/accumulate.py`): `acc + dot(a, b, 0)` as
-     `dot(a, b, acc)` where the dot runs on FMAs, as upstream combines it;
+     `dot(a, b, acc)` on every dot path, as upstream combines it;
    - `layout_pass`: a distributed layout for every block value (coalesced for
      memory accesses, the layouts the dots' implementations ask for),
      `convert_layout` where producers and consumers disagree, and the clean-up
