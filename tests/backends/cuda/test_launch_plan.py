@@ -41,9 +41,10 @@ ERRORS = {1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
 class FakeGPU:
     """A driver library that records loads, attributes and launches. Each launch
     snapshots the bytes its parameter pointers point at, since the launcher reuses
-    the same storage for every call."""
+    the same storage for every call. `functions` adds or replaces entry points."""
 
-    def __init__(self, *, static_shared: int = 0, max_threads: int = 1024, registers: int = 40):
+    def __init__(self, *, static_shared: int = 0, max_threads: int = 1024, registers: int = 40,
+                 functions: dict | None = None):
         self.current = 0
         self.function_attributes = {
             FunctionAttribute.NUM_REGS: registers, FunctionAttribute.LOCAL_SIZE_BYTES: 16,
@@ -69,6 +70,7 @@ class FakeGPU:
             "cuLaunchKernel": self.launch,
             "cuGetErrorName": lambda code, out: self.error_text(code, out, 0),
             "cuGetErrorString": lambda code, out: self.error_text(code, out, 1),
+            **(functions or {}),
         })
         self.driver = CudaDriver(self.library, "/fake/libcuda.so.1")
 

@@ -18,14 +18,13 @@ import re
 
 import pytest
 import torch
+from test_launch_plan import FakeGPU
 
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import lowering, tma
 from tritone.backends.cuda.bindings.driver_api import (
-    CudaDriver,
-    FunctionAttribute,
     TensorMapDataType,
     TensorMapL2Promotion,
     TensorMapOOBFill,
@@ -35,7 +34,6 @@ from tritone.backends.cuda.tensormap import tma_unsupported_reason
 from tritone.compiler import ASTSource
 from tritone.ir.parser import parse_module
 from tritone.ir.types import block_type, dtype, parse_type, tensordesc_type, tensormap_type, type_text
-from tritone.platform import SimulatedLibrary
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
 
@@ -239,38 +237,15 @@ def test_tensormap_types_print_and_parse():
 
 # -- the launch, against a simulated driver ----------------------------------------------------
 
-class TensorMapDriver:
-    """A one-GPU (sm_90) driver that records every `cuTensorMapEncodeTiled`
-    call's arguments and answers with 128 bytes derived from them, and every
-    launch's argument bytes."""
+class TensorMapDriver(FakeGPU):
+    """test_launch_plan's one-GPU driver that also records every
+    `cuTensorMapEncodeTiled` call's arguments, answering with 128 bytes derived
+    from them, and each launch's arguments whole (`sizes`: their byte counts)."""
 
     def __init__(self):
+        super().__init__(functions={"cuTensorMapEncodeTiled": self._encode})
         self.encodes: list[dict] = []
-        self.launches: list[list[bytes]] = []
         self.sizes: list[int] = []
-        store = self._store
-        self.library = SimulatedLibrary({
-            "cuDeviceGet": lambda out, ordinal: store(out, ordinal),
-            "cuDeviceGetAttribute": lambda out, attribute, device: store(out, 232448 if attribute == 97 else 65536),
-            "cuDevicePrimaryCtxRetain": lambda out, device: store(out, 0xC0),
-            "cuCtxGetCurrent": lambda out: store(out, 0xC0),
-            "cuCtxSetCurrent": lambda context: 0,
-            "cuModuleLoadDataEx": lambda out, image, count, keys, values: store(out, 0x100),
-            "cuModuleGetFunction": lambda out, module, name: store(out, 0x200),
-            "cuFuncGetAttribute": lambda out, attribute, function: store(out, {
-                FunctionAttribute.NUM_REGS: 32, FunctionAttribute.MAX_THREADS_PER_BLOCK: 1024}.get(attribute, 0)),
-            "cuFuncSetAttribute": lambda *arguments: 0,
-            "cuTensorMapEncodeTiled": self._encode,
-            "cuLaunchKernel": self._launch,
-            "cuGetErrorName": lambda code, out: 1,
-            "cuGetErrorString": lambda code, out: 1,
-        })
-        self.driver = CudaDriver(self.library, "/simulated/libcuda.so.1")
-
-    @staticmethod
-    def _store(out, value) -> int:
-        SimulatedLibrary.target(out).value = value
-        return 0
 
     def _encode(self, tensor_map, data_type, rank, address, dims, strides, box, element_strides, interleave,
                 swizzle, l2, fill) -> int:
@@ -283,9 +258,11 @@ class TensorMapDriver:
         ctypes.memmove(tensor_map, marker * 8, 128)
         return 0
 
-    def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra) -> int:
-        self.launches.append([ctypes.string_at(parameters[i], size) for i, size in enumerate(self.sizes)])
-        return 0
+    def launch(self, *arguments) -> int:
+        code = super().launch(*arguments)
+        parameters = self.launches[-1]["parameters"]
+        self.launches[-1]["arguments"] = [ctypes.string_at(parameters[i], size) for i, size in enumerate(self.sizes)]
+        return code
 
 
 class FakeTensor:
@@ -329,7 +306,7 @@ def test_the_tensor_map_is_encoded_from_the_descriptor(simulated_plan):
                            "fill": TensorMapOOBFill.NAN_REQUEST_ZERO_FMA}
     assert encoded_dst["address"] == base + 0x10000 and encoded_dst["fill"] == TensorMapOOBFill.NONE
     assert encoded_dst["dims"] == [96, 40] and encoded_dst["strides"] == [192]
-    arguments = gpu.launches[-1]
+    arguments = gpu.launches[-1]["arguments"]
     # the maps are the last two arguments, 128 bytes each, as the driver encoded them
     assert arguments[-2] == ((1).to_bytes(8, "little") + (base + 16).to_bytes(8, "little")) * 8
     assert arguments[-1] == ((2).to_bytes(8, "little") + (base + 0x10000).to_bytes(8, "little")) * 8
@@ -374,7 +351,7 @@ def test_the_fp8_tensor_map_asks_no_nan_fill_of_the_copy_engine():
     plan.launch(4, 3, 1, 0, TensorDescriptor.from_tensor(tensor, [8, 32], padding="nan"),
                 TensorDescriptor.from_tensor(tensor, [8, 32]), out, 8, 32)
     assert [(e["data_type"], e["fill"]) for e in gpu.encodes] == [(TensorMapDataType.UINT8, TensorMapOOBFill.NONE)] * 2
-    assert gpu.launches[-1][5] == b"\x01"  # the padding flag the kernel applies
+    assert gpu.launches[-1]["arguments"][5] == b"\x01"  # the padding flag the kernel applies
 
 
 # -- on the GPU (and the same checks in the interpreter) ---------------------------------------

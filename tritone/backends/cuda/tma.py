@@ -59,6 +59,8 @@ def _rewrite_kernel(fn: Function) -> None:
     for op in fn.walk():
         if op.name in _TMA_ACCESSES:
             uses.setdefault(op.operands[0], []).append(op)
+    if not uses:
+        return
     tensormaps: list[int] = []
     pointer: dict[int, str] = {}
     facts = analyze(fn)

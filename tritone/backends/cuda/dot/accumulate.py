@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tritone.ir.core import Module, Operation, Region, Value
+from tritone.ir.core import Module, Operation, Region, Value, replace_all_uses
 
 
 def run(module: Module, ctx=None) -> None:
@@ -51,7 +51,7 @@ def _fold(add: Operation, uses: Counter) -> None:
         region.ops[region.ops.index(add)] = dot
         uses[dot.operands[2]] -= 1
         dot.operands[2] = other
-        _replace_uses(region, add.results[0], dot.results[0])
+        replace_all_uses(region, add.results[0], dot.results[0])
         uses[dot.results[0]] = uses.pop(add.results[0], 0)
         return
 
@@ -60,8 +60,3 @@ def _is_zero(value: Value) -> bool:
     op = value.defining_op
     return op is not None and op.name == "constant" and op.attrs["value"] == 0
 
-
-def _replace_uses(region: Region, old: Value, new: Value) -> None:
-    # `old` is defined in `region`: only its ops and the ops nested in them can read it.
-    for op in region.walk():
-        op.operands = [new if v is old else v for v in op.operands]
