@@ -377,6 +377,39 @@ def block_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, out_ptr, NB, log_ptr, BM: 
     tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
 
 
+@triton.jit
+def subblock_sparse_kernel(q_ptr, k_ptr, v_ptr, idx_ptr, NB, out_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                           D: tl.constexpr, SPARSE: tl.constexpr):
+    """FlexAttention's walk over sparse blocks of SPARSE rows in tiles of BN rows: out =
+    sum over the NB blocks listed in idx of (q @ k_blockᵀ) @ v_block. The step to the
+    next tile is computed from the trip number and the table, and read both by the
+    tile's pointers (run ahead) and by `offs_n` in the body."""
+    MULT: tl.constexpr = SPARSE // BN
+    offs_m, offs_d = tl.arange(0, BM), tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    kv_start = tl.load(idx_ptr) * SPARSE
+    offs_n = kv_start + tl.arange(0, BN)
+    kv_offset = 0
+    for trip in range(0, NB * MULT):
+        rows = kv_start + kv_offset + tl.arange(0, BN)
+        s = tl.dot(q, tl.trans(tl.load(k_ptr + rows[:, None] * D + offs_d[None, :])))
+        s = tl.where(offs_n[None, :] >= 0, s, 0.0)
+        acc = tl.dot(s.to(tl.float16), tl.load(v_ptr + rows[:, None] * D + offs_d[None, :]), acc)
+        block = trip // MULT
+        current = tl.load(idx_ptr + block)
+        following = tl.load(idx_ptr + block + 1, mask=block + 1 < NB)
+        jump = (trip + 1) % MULT == 0
+        offset = tl.where(jump, (following - current) * SPARSE - (MULT - 1) * BN, BN)
+        offs_n += offset
+        kv_offset += offset
+    tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+
+
+SUBBLOCK_SPARSE_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "idx_ptr": "*i32", "NB": "i32",
+                       "out_ptr": "*fp32"}
+
+
 BLOCK_SPARSE_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "idx_ptr": "*i32", "out_ptr": "*fp32",
                     "NB": "i32", "log_ptr": "*i32"}
 
@@ -398,6 +431,25 @@ def test_a_loop_finding_its_next_tile_by_a_load_is_pipelined(arch):
                                        and v.defining_op.attrs.get("pred") == "lt" for v in guard.operands)
     prologue_loads = [op for op in module.kernel.body.ops if op.name == "load"]
     assert len(prologue_loads) >= 1 + 2  # q, the first index, and one index load per prologue stage
+
+
+def test_slice_ops_the_body_also_reads_are_cloned_for_the_trip_ahead():
+    # `block = trip // MULT` feeds both the pointers of the tiles (run ahead) and `offs_n`
+    # (read in the body): the op stays in the body for the current trip, and its clone
+    # that finds the tile ahead must read that trip's number, not the current one.
+    consts = {"BM": 64, "BN": 32, "D": 64, "SPARSE": 128}
+    module = ir_module(subblock_sparse_kernel, SUBBLOCK_SPARSE_SIG, consts, 90, num_stages=3)
+    generate_cuda(module, 90)
+    loop = next(op for op in module.kernel.walk() if op.name == "for")
+    body = loop.regions[0]
+    assert "async_copy" in [op.name for op in body.ops]
+    iv = body.args[0]
+    divisions = [op for op in body.ops if op.name == "floordiv"]
+    assert len(divisions) == 2, [op.name for op in body.ops]
+    current, ahead = divisions
+    assert current.operands[0] is iv
+    trip = ahead.operands[0].defining_op
+    assert trip is not None and trip.name == "add" and trip.operands[0] is iv
 
 
 def test_a_loop_that_writes_keeps_its_loads_in_their_trips():

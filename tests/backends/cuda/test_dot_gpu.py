@@ -17,6 +17,7 @@ from test_dot_compile import (
     attention_kernel,
     batched_kernel,
     block_sparse_kernel,
+    subblock_sparse_kernel,
     dot_kernel,
     matmul_kernel,
 )
@@ -302,4 +303,25 @@ def test_block_sparse_loop_with_index_loads_run_ahead(num_stages):
         for block in blocks:
             rows = slice(block * bn, (block + 1) * bn)
             expected += (q.float() @ k[rows].float().T).half().float() @ v[rows].float()
+        torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_sub_block_walk_with_jumps_matches_torch(num_stages):
+    # FlexAttention's sliding-window walk: sparse blocks of 128 rows in tiles of 32 rows,
+    # jumping over blocks not listed, the step computed from the trip number
+    bm, bn, d, sparse = 64, 32, 64, 128
+    q = random_operand((bm, d), "fp16", 1)
+    k = random_operand((8 * sparse, d), "fp16", 2)
+    v = random_operand((8 * sparse, d), "fp16", 3)
+    for blocks in ([3], [0, 2], [1, 2, 5, 7], [6, 2, 4]):
+        idx = torch.tensor(blocks, dtype=torch.int32, device="cuda")
+        out = poisoned((bm, d), "fp32")
+        launch(subblock_sparse_kernel, (1,), q, k, v, idx, len(blocks), out, bm, bn, d, sparse,
+               num_stages=num_stages)
+        expected = torch.zeros(bm, d, dtype=torch.float32, device="cuda")
+        for block in blocks:
+            for tile in range(sparse // bn):
+                rows = slice(block * sparse + tile * bn, block * sparse + (tile + 1) * bn)
+                expected += (q.float() @ k[rows].float().T).half().float() @ v[rows].float()
         torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-1)

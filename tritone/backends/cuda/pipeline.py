@@ -383,7 +383,10 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     iv_ahead = nb.value("add", [new_body.args[0], nb.value("mul", [step, nb.constant(prefetch, iv_ty)], iv_ty)],
                         iv_ty)
     in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
-    mapping = {body.args[0]: iv_ahead, **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
+    # slice ops the rest also reads moved into the new body and read its induction
+    # variable now: their clones must read the trip ahead too
+    mapping = {body.args[0]: iv_ahead, new_body.args[0]: iv_ahead,
+               **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
     for op in slice_ops:
         _clone_ahead(nb, op, mapping, in_range)
     slot = stage
