@@ -255,6 +255,11 @@ class CompilationKnobs(_Group):
     debug = _env_bool("TRITON_DEBUG")
     """Compile every kernel in debug mode (device asserts on, IR verified after each pass).
     Compile errors then also show tritone's own frames, as `full_traceback` does."""
+    verify_ir = _env_bool("TRITONE_VERIFY_IR")
+    """Verify the IR after every pass, naming the pass that broke it (also on under
+    `debug`). A check of tritone itself, so a kernel's own `debug=True`, which Inductor
+    sets on every kernel for its indexing asserts, does not turn it on: that costs
+    about a third of the GPU passes' time."""
     full_traceback = _env_bool("TRITONE_FULL_TRACEBACK")
     """Show compile errors with tritone's internal frames: the whole Python traceback,
     the chain of underlying exceptions and the call sites inside tritone's own
@@ -317,3 +322,9 @@ language = LanguageKnobs()
 cache = CacheKnobs()
 nvidia = NvidiaKnobs()
 autotuning = AutotuningKnobs()
+
+
+def verify_each_pass() -> bool:
+    """Whether compilations verify the IR after each pass: `TRITONE_VERIFY_IR`
+    or `TRITON_DEBUG` (see `CompilationKnobs.verify_ir`)."""
+    return bool(compilation.verify_ir or compilation.debug)

@@ -515,7 +515,7 @@ def _frontend(src: ASTSource, target: GPUTarget, options: dict | KernelOptions |
     from ..frontend import ast_to_ir
 
     module = ast_to_ir(src.fn, signature, constexprs, frontend_options, supported_fp8=supported_fp8)
-    return module, frontend_options, kernel_options.debug
+    return module, frontend_options, knobs.verify_each_pass()
 
 
 def frontend_ir(src: ASTSource, target: GPUTarget, options: dict | KernelOptions | None = None) -> Module:

@@ -119,7 +119,8 @@ def test_dump_ir_knob_dumps_frontend_and_gpu_passes_of_a_compilation(monkeypatch
     assert HEADER not in capfd.readouterr().err
 
 
-def test_a_gpu_pass_that_breaks_the_ir_is_named_in_debug_mode(monkeypatch):
+def test_a_gpu_pass_that_breaks_the_ir_is_named_when_verifying(monkeypatch):
+    monkeypatch.setenv("TRITONE_VERIFY_IR", "1")
     def split_the_exp_layout(module, ctx):
         real_layout_run(module, ctx)
         exp = next(op for op in module.kernel.walk() if op.name == "exp")
@@ -135,6 +136,7 @@ def test_a_gpu_pass_that_breaks_the_ir_is_named_in_debug_mode(monkeypatch):
 
 
 def test_a_gpu_pass_that_drops_an_op_is_named(monkeypatch):
+    monkeypatch.setenv("TRITON_DEBUG", "1")
     def drop_the_last_dot(module, ctx):
         real_pipeline_run(module, ctx)
         loop = next(op for op in module.kernel.walk() if op.name == "for")
@@ -148,13 +150,22 @@ def test_a_gpu_pass_that_drops_an_op_is_named(monkeypatch):
         generate_cuda(_module(80, debug=True), 80, {"num_warps": 4, "debug": True})
 
 
-def test_without_debug_the_gpu_passes_are_not_verified(monkeypatch):
-    """Verification costs compile time: as for the frontend's passes, only debug mode pays it."""
-    plain, debug = _module(80), _module(80, debug=True)
+def test_the_gpu_passes_are_verified_only_when_asked(monkeypatch):
+    """Verification costs compile time (a third of the GPU passes'): a kernel's own
+    `debug=True`, which Inductor sets on every kernel, does not pay it;
+    TRITONE_VERIFY_IR or TRITON_DEBUG do."""
     verified = []
     monkeypatch.setattr("tritone.passes.verify_module", verified.append)
-    generate_cuda(plain, 80, {"num_warps": 4})
+    for variable in ("TRITONE_VERIFY_IR", "TRITON_DEBUG"):
+        monkeypatch.delenv(variable, raising=False)
+    generate_cuda(_module(80), 80, {"num_warps": 4})
+    generate_cuda(_module(80, debug=True), 80, {"num_warps": 4, "debug": True})
     assert verified == []
-    generate_cuda(debug, 80, {"num_warps": 4, "debug": True})
-    assert verified == [debug] * (1 + len(GPU_PASSES))
+    for variable in ("TRITONE_VERIFY_IR", "TRITON_DEBUG"):
+        module = _module(80)
+        monkeypatch.setenv(variable, "1")
+        generate_cuda(module, 80, {"num_warps": 4})
+        assert verified == [module] * (1 + len(GPU_PASSES))
+        verified.clear()
+        monkeypatch.delenv(variable)
 

@@ -154,7 +154,7 @@ def test_3d_blocks_use_3d_copies_with_the_innermost_coordinate_first():
     assert "[%1, {%5, %4, %3}], [%2]" in cuda
 
 
-def test_fp8_nan_padding_is_written_by_the_kernel():
+def test_fp8_nan_padding_is_written_by_the_kernel(monkeypatch):
     """The copy engine moves fp8 as bytes and fills only zeros: the kernel puts
     the NaNs itself where the padding flag asks, from the shape it is given."""
     kernel = _compile(copy_2d, _signature("fp8e5", [8, 32]), {"BM": 8, "BN": 32}, 90)
@@ -163,7 +163,8 @@ def test_fp8_nan_padding_is_written_by_the_kernel():
     assert re.search(r"if \(arg5_src_nan_padding\)", cuda), "the NaN padding depends on the run-time flag"
     assert "< (unsigned)arg1_src_shape0" in cuda and "< (unsigned)arg2_src_shape1" in cuda
     # the IR of the extra operands passes the verifier after every GPU pass
-    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, {"debug": True})
+    monkeypatch.setenv("TRITONE_VERIFY_IR", "1")
+    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90)
 
 
 def test_sm80_and_older_generate_what_they_did_without_the_tma_pass(monkeypatch):
@@ -205,14 +206,14 @@ def test_supported_blocks_have_no_reason():
         assert tma_unsupported_reason(tensordesc_type(block_type(dtype(element), block))) is None, element
 
 
-def test_the_ir_records_the_choice_per_op(capsys):
+def test_the_ir_records_the_choice_per_op(capsys, monkeypatch):
     """The IR dumped after the GPU passes (TRITONE_DUMP_IR) shows the TMA op,
     the tensor map argument and, for a descriptor left to pointer code, why."""
     signature = {"wide": "tensordesc<fp16[16, 64]>", "narrow": "tensordesc<fp16[16, 4]>", "out": "*fp16",
                  "out2": "*fp16"}
     kernel = _compile(two_loads, signature, {"BM": 16, "BN": 64, "BN2": 4}, 90)
-    # debug: the IR verified after every GPU pass
-    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, {"debug": True}, dump_ir=True)
+    monkeypatch.setenv("TRITONE_VERIFY_IR", "1")  # and the IR verified after every GPU pass
+    lowering.generate_cuda(parse_module(kernel.asm["ttir"]), 90, dump_ir=True)
     dump = capsys.readouterr().err
     after_tma = dump[dump.index("IR Dump After tma "):dump.index("IR Dump After lower_descriptors ")]
     assert "tma_load(" in after_tma and "tensormap<fp16[16, 64]>" in after_tma

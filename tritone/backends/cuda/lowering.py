@@ -5,8 +5,8 @@ The whole lowering of a kernel, in order (`generate_cuda`):
 1. the frontend's passes (`passes.FRONTEND_PASSES`: inline, map_elementwise,
    fold, CSE, DCE), run by the compiler before the IR is cached as "ttir";
 2. `GPU_PASSES`, through the same pass runner (`passes.run_pipeline`: the IR
-   verified after each pass in debug mode, printed with its layouts after each
-   pass under `TRITONE_DUMP_IR=1`):
+   verified after each pass under `TRITONE_VERIFY_IR` or `TRITON_DEBUG`,
+   printed with its layouts after each pass under `TRITONE_DUMP_IR=1`):
    - `tma` (`tma.py`): on sm_90+, loads and stores of host tensor
      descriptors as TMA copies (`tma_load`, `tma_store`);
    - `lower_descriptors` (`passes/lower_descriptors.py`): the other tensor
@@ -70,15 +70,15 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
     (80 = sm_80) and return (CUDA C++ source, kernel name, metadata).
 
     `options` is a `KernelOptions`, a mapping or None: `num_warps` (the module's
-    `num_warps` attribute wins when set), `enable_fp_fusion`, `debug` (verify
-    the IR after every GPU pass), `maxnreg`, `enable_reflect_ftz`. With
+    `num_warps` attribute wins when set), `enable_fp_fusion`, `debug` (device
+    asserts), `maxnreg`, `enable_reflect_ftz`. With
     `dump_ir` the IR is printed to stderr after every GPU pass. The module
     is rewritten in place by the GPU passes. Metadata: `name`, `num_warps`,
     `threads`, `shared` (dynamic shared memory bytes to launch with), `target`,
     `params` ((name, C type, bytes) per kernel argument). Raises `OutOfResources`
     when the kernel needs more shared memory than the target has, and
-    `IRVerificationError` naming the pass when, in debug mode, a pass leaves
-    broken IR."""
+    `IRVerificationError` naming the pass when, verifying
+    (`knobs.verify_each_pass()`), a pass leaves broken IR."""
     num_warps = int(module.attrs.get("num_warps", _option(options, "num_warps", 4)))
     module.attrs["num_warps"] = num_warps
     codegen_options = CodegenOptions(num_warps=num_warps,
@@ -88,8 +88,8 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
                                      enable_reflect_ftz=bool(_option(options, "enable_reflect_ftz", True)))
     run_pipeline(module, {"num_warps": num_warps, "target": target, "tma": knobs.nvidia.tma}, passes=GPU_PASSES,
                  dump=dump_ir,
-                 verify=codegen_options.debug)
-    if codegen_options.debug:
+                 verify=knobs.verify_each_pass())
+    if knobs.verify_each_pass():
         for fn in module.functions.values():
             layout_pass.verify_layouts(fn)
     shared = int(module.attrs.get("shared", 0))
