@@ -17,7 +17,9 @@ The last stride is 1 by construction (the frontend requires the constant 1,
 a host `TensorDescriptor` checks it), so the last dim's index is used as
 is, which keeps the last dim contiguous for the axis analysis; a host
 descriptor's base is 16-byte aligned (checked on the host), which its kernel
-argument's divisibility attribute records. Indices are 32-bit as TMA's
+argument's divisibility attribute records, and a device descriptor's base and
+leading strides get `multiple_of` hints saying what `make_tensor_descriptor`
+requires of them. Indices are 32-bit as TMA's
 coordinates are; their products with the strides are 64-bit.
 
 The CUDA backend runs this pass first; a Hopper lowering to TMA would run
@@ -54,6 +56,7 @@ def _lower_function(fn: Function) -> bool:
     accesses = [(op, op.operands[0].type) for op in ops if op.name != "make_tensor_descriptor"]
     for op in ops:
         if op.name == "make_tensor_descriptor":
+            _hint_device_descriptor_aligned(op, [access for access, _ in accesses])
             replace_all_uses(fn, op.results[0], op.operands[0])
             _erase(op)
     _retype_descriptors(fn)
@@ -88,6 +91,36 @@ def _mark_host_descriptors_aligned(fn: Function) -> None:
                 attrs[stride] = {**attrs.get(stride, {}), "divisibility": elements}
     if attrs:
         fn.attrs["arg_attrs"] = attrs
+
+
+def _hint_device_descriptor_aligned(make: Operation, accesses: list[Operation]) -> None:
+    """What `tl.make_tensor_descriptor` requires of its arguments (a 16-byte aligned
+    base, strides but the last that are multiples of 16 bytes; the interpreter checks
+    it, TMA faults without it) as `multiple_of` hints on the base and the strides
+    that the accesses of this descriptor read, so that their blocks copy as 16-byte
+    vectors and pipeline. Other uses of those values do not see the hints."""
+    desc = make.results[0]
+    users = [op for op in accesses if op.operands[0] is desc]
+    if not users:
+        return
+    rank = desc.type.rank
+    builder = Builder()
+    builder.set_insertion_point(make.parent, make.parent.ops.index(make))
+    builder.loc = make.loc
+
+    def hint(value: Value, multiple: int) -> Value:
+        return builder.create_value("hint", [value], value.type, {"kind": "multiple_of", "values": (multiple,)})
+
+    base = hint(make.operands[0], 16)
+    elements = 16 // desc.type.element_ty.itemsize
+    strides = {}
+    if elements > 1:
+        strides = {1 + rank + d: hint(make.operands[1 + rank + d], elements) for d in range(rank - 1)}
+    for op in users:
+        op.operands[0] = base
+        for index, hinted in strides.items():
+            if op.operands[index] is make.operands[index]:
+                op.operands[index] = hinted
 
 
 def _retype(value: Value) -> None:

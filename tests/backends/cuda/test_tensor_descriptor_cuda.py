@@ -132,6 +132,37 @@ def test_zero_padded_host_descriptors_feed_dots_through_pipelined_copies(arch):
     assert not re.search(r"cp\.async\.(ca|cg)\.shared\.global", nan)
 
 
+@triton.jit
+def device_matmul_kernel(A, B, C, sizes, lds, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ Bᵀ through descriptors made on the device from sizes read from memory (as
+    tutorial 08's grouped GEMM does): no divisibility of K is known when compiling."""
+    m, n, k = tl.load(sizes), tl.load(sizes + 1), tl.load(sizes + 2)
+    a = tl.make_tensor_descriptor(A, [m, k], [tl.load(lds), 1], [BM, BK])
+    b = tl.make_tensor_descriptor(B, [n, k], [tl.load(lds + 1), 1], [BN, BK])
+    c = tl.make_tensor_descriptor(C, [m, n], [tl.load(lds + 2), 1], [BM, BN])
+    pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(0, tl.cdiv(k, BK)):
+        acc += tl.dot(a.load([pm, kk * BK]), b.load([pn, kk * BK]).T)
+    c.store([pm, pn], acc.to(tl.float16))
+
+
+_DEVICE_MATMUL_SIGNATURE = {"A": "*fp16", "B": "*fp16", "C": "*fp16", "sizes": "*i32", "lds": "*i32"}
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_device_descriptors_with_sizes_from_memory_feed_dots_through_pipelined_copies(arch):
+    # make_tensor_descriptor requires a 16-byte aligned base and leading strides: the
+    # tiles copy as 16-byte pieces, and the piece across K's edge, which no analysis can
+    # place, checks its mask bits at run time (element by element only there)
+    kernel = triton.compile(ASTSource(device_matmul_kernel, _DEVICE_MATMUL_SIGNATURE, {"BM": 64, "BN": 64, "BK": 32},
+                                      {(i,): [["tt.divisibility", 16]] for i in range(5)}),
+                            target=GPUTarget("cuda", arch, 32), options={"num_stages": 3})
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16", ptx)
+    assert "st.shared.u16" in ptx
+
+
 # -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
 
 def check_device_descriptors(device: str) -> None:
@@ -177,7 +208,22 @@ def check_padding(device: str) -> None:
         torch.testing.assert_close(out, expected, equal_nan=True)
 
 
-CHECKS = [check_device_descriptors, check_host_descriptors, check_padding]
+def check_device_matmul(device: str) -> None:
+    # rows padded to 80 elements (160 bytes, as descriptors require), K edges at 70 and 64
+    for m, n, k in ((96, 64, 70), (64, 128, 64)):
+        a = torch.randn(m, 80, dtype=torch.float16, device=device)
+        b = torch.randn(n, 80, dtype=torch.float16, device=device)
+        a[:, k:] = float("nan")  # past the edge: never read
+        b[:, k:] = float("nan")
+        c = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+        sizes = torch.tensor([m, n, k], dtype=torch.int32, device=device)
+        lds = torch.tensor([80, 80, n], dtype=torch.int32, device=device)
+        device_matmul_kernel[(-(-m // 32), n // 32)](a, b, c, sizes, lds, 32, 32, 32)
+        expected = a[:, :k].float() @ b[:, :k].float().T
+        torch.testing.assert_close(c.float(), expected, rtol=1e-2, atol=1e-2)
+
+
+CHECKS = [check_device_descriptors, check_host_descriptors, check_padding, check_device_matmul]
 
 
 @pytest.mark.gpu

@@ -48,7 +48,7 @@ from tritone.ir.types import block_type, int1, int32
 
 from ...ir.layouts import SwizzledSharedLayout
 from .axis_info import AxisInfoMap, analyze
-from .dot.shared import TileGeometry, copy_vector_width
+from .dot.shared import TileGeometry, copy_plan
 
 
 def run(module: Module, ctx=None) -> None:
@@ -134,7 +134,7 @@ def _copy_bytes(chain: _Chain, infos: AxisInfoMap) -> int:
     eb = ptr.type.scalar.element_ty.itemsize
     geom = TileGeometry(chain.load_layout, shape, eb)
     linear = ptr.type.layout.linear(shape)
-    vec = copy_vector_width(linear, infos.get(ptr), infos.get(mask) if mask is not None else None, geom, eb)
+    vec, _ = copy_plan(linear, infos.get(ptr), infos.get(mask) if mask is not None else None, geom, eb)
     return vec * eb
 
 

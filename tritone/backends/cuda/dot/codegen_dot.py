@@ -21,7 +21,7 @@ from ..codegen_memory import owner_condition
 from . import select
 from .shared import (
     TileGeometry,
-    copy_vector_width,
+    copy_plan,
     layout_thread_parts,
     smem_address,
     tile_bytes,
@@ -121,7 +121,7 @@ def emit_async_copy(em: Emitter, op: Operation) -> None:
     geom = stage_geometry(buffer)
     linear = em.linear(ptr)
     eb = geom.elem_bytes
-    vec = copy_vector_width(linear, em.axis_info(ptr), em.axis_info(mask) if mask is not None else None, geom, eb)
+    vec, split = copy_plan(linear, em.axis_info(ptr), em.axis_info(mask) if mask is not None else None, geom, eb)
     nbytes = vec * eb
     if nbytes not in (4, 8, 16):
         raise CodegenError(f"async_copy at {op.loc}: {nbytes}-byte pieces cannot be copied with cp.async")
@@ -138,10 +138,41 @@ def emit_async_copy(em: Emitter, op: Operation) -> None:
         if first not in unique:
             continue
         offset = tile_offset(em, geom, thread, linear.register_coords(first))
+        if split:
+            _emit_split_copy(em, helper, f"{stage} + {offset}", ptr, mask, first, vec, eb)
+            continue
         pred = em.reg(mask, first) if mask is not None else "true"
         em.line(f"{helper}({stage} + {offset}, {em.reg(ptr, first)}, {pred});")
     if owner:
         em.close()
+
+
+_SHARED_STORE = {1: ("unsigned short", "u8", "h"), 2: ("unsigned short", "u16", "h"), 4: ("unsigned", "b32", "r"),
+                 8: ("unsigned long long", "b64", "l")}
+
+
+def _emit_split_copy(em: Emitter, helper: str, dst: str, ptr: Value, mask: Value, first: int, vec: int,
+                     eb: int) -> None:
+    """One `cp.async` of `vec` elements whose mask bits may differ: every bit set, the
+    copy; none, a zero fill (no byte read); some (the edge of the tensor), element by
+    element, zeros where the mask is off, stored to the tile before the trip's barrier."""
+    bits = [em.reg(mask, first + j) for j in range(vec)]
+    every, some = em.fresh("tt_all"), em.fresh("tt_any")
+    em.line(f"const bool {every} = {' && '.join(bits)};")
+    em.line(f"const bool {some} = {' || '.join(bits)};")
+    em.open(f"if ({every} || !{some})")
+    em.line(f"{helper}({dst}, {em.reg(ptr, first)}, {every});")
+    em.close()
+    em.open("else")
+    ctype_name, kind, constraint = _SHARED_STORE[eb]
+    for j in range(vec):
+        element = f"{bits[j]} ? (({ctype_name})*(const {_GLOBAL_TYPE[eb]}*)({em.reg(ptr, first + j)})) : ({ctype_name})0"
+        em.line(f'asm volatile("st.shared.{kind} [%0], %1;" :: "r"({dst} + {j * eb}u), "{constraint}"({element}) '
+                f': "memory");')
+    em.close()
+
+
+_GLOBAL_TYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
 
 
 @emits("async_commit")

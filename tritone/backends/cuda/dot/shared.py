@@ -299,15 +299,20 @@ def smem_address(em) -> str:
     return em.memo["smem_u32"]
 
 
-def copy_vector_width(linear: LinearLayout, ptr_info: AxisInfo, mask_info: AxisInfo | None,
-                      geom: TileGeometry, elem_bytes: int) -> int:
-    """Elements one `cp.async` can move for a load of a pointer block in `linear`
-    into a tile of `geom`: a run of registers that is contiguous and aligned in
-    global memory (axis analysis), under one mask bit, inside one swizzle chunk,
-    at most 16 bytes."""
+def copy_plan(linear: LinearLayout, ptr_info: AxisInfo, mask_info: AxisInfo | None,
+              geom: TileGeometry, elem_bytes: int) -> tuple[int, bool]:
+    """(elements per `cp.async`, whether their mask bits may differ): the widest copy
+    that contiguity, alignment and the swizzle chunk allow. Where the mask is not
+    provably constant over that many elements (a bound the analysis cannot see
+    divide, such as a shape read from memory), each copy checks its bits at run
+    time: all set, one copy; none, a zero fill; some, element by element
+    (`emit_async_copy`)."""
     dim = geom.inner
-    vec = min(linear.contiguous_registers(dim), max_vector_elements(ptr_info, dim, elem_bytes),
-              geom.layout.vec if geom.swizzled else geom.width)
-    if mask_info is not None:
-        vec = min(vec, mask_info.constancy[dim])
-    return max(1, 1 << (max(1, vec).bit_length() - 1))
+    vec = _pow2_floor(min(linear.contiguous_registers(dim), max_vector_elements(ptr_info, dim, elem_bytes),
+                          geom.layout.vec if geom.swizzled else geom.width))
+    split = mask_info is not None and mask_info.constancy[dim] < vec and vec * elem_bytes >= 4
+    return vec, split
+
+
+def _pow2_floor(n: int) -> int:
+    return max(1, 1 << (max(1, n).bit_length() - 1))
