@@ -147,8 +147,10 @@ def emit_async_copy(em: Emitter, op: Operation) -> None:
         em.close()
 
 
-_SHARED_STORE = {1: ("unsigned short", "u8", "h"), 2: ("unsigned short", "u16", "h"), 4: ("unsigned", "b32", "r"),
-                 8: ("unsigned long long", "b64", "l")}
+# element bytes -> (the C type read from global memory, the register type, st.shared's
+# width, its asm constraint); one byte goes through a 16-bit register, as LLVM writes it
+_ELEMENT_COPY = {1: ("unsigned char", "unsigned short", "u8", "h"), 2: ("unsigned short", "unsigned short", "u16", "h"),
+                 4: ("unsigned", "unsigned", "b32", "r"), 8: ("unsigned long long", "unsigned long long", "b64", "l")}
 
 
 def _emit_split_copy(em: Emitter, helper: str, dst: str, ptr: Value, mask: Value, first: int, vec: int,
@@ -164,15 +166,12 @@ def _emit_split_copy(em: Emitter, helper: str, dst: str, ptr: Value, mask: Value
     em.line(f"{helper}({dst}, {em.reg(ptr, first)}, {every});")
     em.close()
     em.open("else")
-    ctype_name, kind, constraint = _SHARED_STORE[eb]
+    loaded, register, width, constraint = _ELEMENT_COPY[eb]
     for j in range(vec):
-        element = f"{bits[j]} ? (({ctype_name})*(const {_GLOBAL_TYPE[eb]}*)({em.reg(ptr, first + j)})) : ({ctype_name})0"
-        em.line(f'asm volatile("st.shared.{kind} [%0], %1;" :: "r"({dst} + {j * eb}u), "{constraint}"({element}) '
+        element = f"{bits[j]} ? ({register})*(const {loaded}*)({em.reg(ptr, first + j)}) : ({register})0"
+        em.line(f'asm volatile("st.shared.{width} [%0], %1;" :: "r"({dst} + {j * eb}u), "{constraint}"({element}) '
                 f': "memory");')
     em.close()
-
-
-_GLOBAL_TYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
 
 
 @emits("async_commit")
