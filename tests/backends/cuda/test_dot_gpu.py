@@ -17,9 +17,9 @@ from test_dot_compile import (
     attention_kernel,
     batched_kernel,
     block_sparse_kernel,
-    subblock_sparse_kernel,
     dot_kernel,
     matmul_kernel,
+    subblock_sparse_kernel,
 )
 
 import tritone as triton
