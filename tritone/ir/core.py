@@ -227,9 +227,12 @@ class Builder:
 
 def replace_all_uses(root: Module | Function | Region, old: Value, new: Value) -> None:
     """Make every operation under `root` that reads `old` read `new` instead."""
-    ops = root.walk()
-    for op in ops:
-        op.operands = [new if v is old else v for v in op.operands]
+    for op in root.walk():
+        operands = op.operands
+        for v in operands:
+            if v is old:
+                op.operands = [new if v is old else v for v in operands]
+                break
 
 
 def clone_region(region: Region, value_map: dict[Value, Value]) -> Region:

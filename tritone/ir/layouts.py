@@ -110,7 +110,16 @@ class LinearLayout:
 
     def register_coords(self, reg: int) -> Coord:
         """The coordinates register `reg` contributes (those of lane 0 of warp 0)."""
-        return self._combine(self.registers, reg)
+        return self._register_table[reg]
+
+    @functools.cached_property
+    def _register_table(self) -> tuple[Coord, ...]:
+        # every register's coordinates, built by doubling: the code generator asks
+        # for them once per register of every op it emits
+        table = [(0,) * self.rank]
+        for basis in self.registers:
+            table += [_xor(coords, basis) for coords in table]
+        return tuple(table)
 
     def thread_coords(self, lane: int, warp: int) -> Coord:
         """The coordinates lane `lane` of warp `warp` adds to every register."""

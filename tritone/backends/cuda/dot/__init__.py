@@ -118,12 +118,15 @@ def select(op: Operation, target: int, num_warps: int | None = None) -> DotImple
 def chained_dots(fn) -> set[int]:
     """Ids of the dots of `fn` that reach another dot of the same region through
     their results or operands (Triton's test for attention-like chains)."""
+    dots = [op for op in fn.walk() if op.name == "dot"]
+    if len(dots) < 2:
+        return set()
     users: dict = {}
     for op in fn.walk():
         for v in op.operands:
             users.setdefault(v, []).append(op)
     chained = set()
-    for dot in (op for op in fn.walk() if op.name == "dot"):
+    for dot in dots:
         region = dot.parent
         if _reaches_dot(dot, region, lambda o: [u for r in o.results for u in users.get(r, [])]):
             chained.add(id(dot))
