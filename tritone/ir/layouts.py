@@ -30,7 +30,7 @@ import ast
 import functools
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Callable, Union
 
 import numpy as np
 
@@ -111,6 +111,16 @@ class LinearLayout:
     def register_coords(self, reg: int) -> Coord:
         """The coordinates register `reg` contributes (those of lane 0 of warp 0)."""
         return self._register_table[reg]
+
+    def mapped_register_coords(self, linear_map: Callable[[Coord], Coord]) -> list[Coord]:
+        """`linear_map(register_coords(r))` for every register r, where the map is
+        linear over GF(2) as layouts are (broadcast, expand, permute, reshape): built
+        from the images of the register bases alone."""
+        table = [linear_map((0,) * self.rank)]
+        for basis in self.registers:
+            image = linear_map(basis)
+            table += [_xor(coords, image) for coords in table]
+        return table
 
     @functools.cached_property
     def _register_table(self) -> tuple[Coord, ...]:

@@ -43,8 +43,8 @@ def register_sources(src: LinearLayout, dst: LinearLayout, to_src: CoordMap) -> 
     for reg in range(src.num_registers):
         where.setdefault(src.register_coords(reg), reg)
     sources = []
-    for reg in range(dst.num_registers):
-        found = where.get(to_src(dst.register_coords(reg)))
+    for coords in dst.mapped_register_coords(to_src):
+        found = where.get(coords)
         if found is None:
             return None
         sources.append(found)

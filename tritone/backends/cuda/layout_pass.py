@@ -696,15 +696,25 @@ def _rematerialize(fn: Function, convert: Operation) -> bool:
 
 
 def _remove_dead(fn: Function) -> None:
-    changed = True
-    while changed:
-        changed = False
-        users = _users(fn)
-        for op in list(fn.walk()):
-            removable = op.name == "convert_layout" or is_removable_when_unused(op)
-            if removable and op.results and all(not users.get(r) for r in op.results):
-                op.parent.ops.remove(op)
-                changed = True
+    """Remove unused conversions and removable ops, and then the producers that
+    only they read (a worklist over use counts, not a walk per round)."""
+    uses = {value: len(ops) for value, ops in _users(fn).items()}
+    worklist = list(fn.walk())  # popped from the end: users before their producers
+    removed: set[int] = set()
+    while worklist:
+        op = worklist.pop()
+        if id(op) in removed or not op.results:
+            continue
+        removable = op.name == "convert_layout" or is_removable_when_unused(op)
+        if not removable or any(uses.get(r) for r in op.results):
+            continue
+        op.parent.ops.remove(op)
+        for inner in op.walk():  # the op and everything in its regions
+            removed.add(id(inner))
+            for value in inner.operands:
+                uses[value] -= 1
+                if not uses[value] and value.defining_op is not None:
+                    worklist.append(value.defining_op)
 
 
 def cleanup_conversions(fn: Function) -> None:
