@@ -194,3 +194,77 @@ def test_jit_repr_names_the_compiled_kernel(interpreter, cache_dir, target):
         # The entry and the cache files keep the function's name.
         assert kernel.metadata.entry == "_copy_one" and ".entry _copy_one(" in kernel.asm["ptx"]
         assert (cache_dir / _base32(kernel.hash) / "_copy_one.cubin").is_file()
+
+
+class _ObservingBackend:
+    """Stands in for a registered backend: records whether the cyclic collector ran
+    during `compile`, then defers to the real one (or raises, or waits)."""
+
+    def __init__(self, real, fail=False, entered=None, release=None):
+        self.real, self.fail, self.entered, self.release = real, fail, entered, release
+        self.collector_enabled = []
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def compile(self, *args, **kwargs):
+        import gc
+
+        self.collector_enabled.append(gc.isenabled())
+        if self.entered is not None:
+            self.entered.set()
+            self.release.wait(10)
+        if self.fail:
+            raise TritonError("the backend refused the kernel")
+        return self.real.compile(*args, **kwargs)
+
+
+def _with_backend(monkeypatch, backend):
+    real = compiler_module.registry.target_backend
+    monkeypatch.setattr(compiler_module.registry, "target_backend", lambda name: backend)
+    return real
+
+
+def test_the_collector_pauses_while_a_kernel_compiles_and_comes_back(monkeypatch, cache_dir):
+    import gc
+
+    backend = _ObservingBackend(compiler_module.registry.target_backend("interpreter"))
+    _with_backend(monkeypatch, backend)
+    assert gc.isenabled()
+    compiler_module.compile(inductor_source(), target=compiler_module.INTERPRETER_TARGET)
+    assert backend.collector_enabled == [False] and gc.isenabled()
+    # a program that turned it off keeps it off
+    gc.disable()
+    try:
+        compiler_module.compile(inductor_source(), target=compiler_module.INTERPRETER_TARGET)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # a compile that fails gives it back too
+    backend.fail = True
+    with pytest.raises(TritonError, match="refused"):
+        compiler_module.compile(inductor_source(), target=compiler_module.INTERPRETER_TARGET)
+    assert gc.isenabled()
+
+
+def test_overlapping_compiles_in_threads_leave_the_collector_on(monkeypatch, cache_dir):
+    import gc
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    slow = _ObservingBackend(compiler_module.registry.target_backend("interpreter"), entered=entered,
+                             release=release)
+    _with_backend(monkeypatch, slow)
+    thread = threading.Thread(target=compiler_module.compile, args=(inductor_source(),),
+                              kwargs={"target": compiler_module.INTERPRETER_TARGET})
+    thread.start()
+    assert entered.wait(10)
+    # a second compile starts and ends while the first is still running
+    quick = _ObservingBackend(slow.real)
+    monkeypatch.setattr(compiler_module.registry, "target_backend", lambda name: quick)
+    compiler_module.compile(inductor_source("XBLOCK"), target=compiler_module.INTERPRETER_TARGET)
+    assert quick.collector_enabled == [False]
+    assert not gc.isenabled()  # the first compile still holds it
+    release.set()
+    thread.join(10)
+    assert slow.collector_enabled == [False] and gc.isenabled()

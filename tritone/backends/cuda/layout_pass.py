@@ -691,7 +691,8 @@ def _rematerialize(fn: Function, convert: Operation) -> bool:
         region.insert(index, clone)
         index += 1
         clones[step.results[0]] = clone.results[0]
-    replace_all_uses(fn, convert.results[0], clones[source])
+    # the conversion's result is defined in `region`, so every use of it is there
+    replace_all_uses(region, convert.results[0], clones[source])
     return True
 
 
