@@ -21,8 +21,8 @@ import hashlib
 import os
 import threading
 from collections import namedtuple
-from contextlib import contextmanager
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
