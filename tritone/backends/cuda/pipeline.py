@@ -59,12 +59,16 @@ def run(module: Module, ctx=None) -> None:
         return
     default_stages = int(module.attrs.get("num_stages", options.get("num_stages", 3)) or 0)
     for fn in module.functions.values():
-        loops = [op for op in fn.walk() if op.name == "for"]
+        # loops that may have a load feeding a dot's shared tile; the axis analysis
+        # only where there is one (most kernels have none)
+        loops = [(op, stages) for op in fn.walk() if op.name == "for"
+                 for stages in [int(op.attrs.get("num_stages", default_stages) or 0)]
+                 if stages >= 2 and any(inner.name == "local_alloc" for inner in op.regions[0].ops)]
+        if not loops:
+            continue
         infos = analyze(fn)
-        for loop in loops:
-            stages = int(loop.attrs.get("num_stages", default_stages) or 0)
-            if stages >= 2:
-                pipeline_loop(fn, loop, stages, infos)
+        for loop, stages in loops:
+            pipeline_loop(fn, loop, stages, infos)
 
 
 @dataclass
