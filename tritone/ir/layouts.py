@@ -124,12 +124,9 @@ class LinearLayout:
 
     @functools.cached_property
     def _register_table(self) -> tuple[Coord, ...]:
-        # every register's coordinates, built by doubling: the code generator asks
-        # for them once per register of every op it emits
-        table = [(0,) * self.rank]
-        for basis in self.registers:
-            table += [_xor(coords, basis) for coords in table]
-        return tuple(table)
+        # every register's coordinates at once: the code generator asks for them
+        # once per register of every op it emits
+        return tuple(self.mapped_register_coords(lambda coords: coords))
 
     def thread_coords(self, lane: int, warp: int) -> Coord:
         """The coordinates lane `lane` of warp `warp` adds to every register."""

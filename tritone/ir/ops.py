@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import Operation
+from .core import Operation, Value
 
 # Effects of an op by itself (nested regions are looked at separately):
 PURE = "pure"  # no effect at all: CSE may merge it, DCE may remove it when unused
@@ -328,3 +328,12 @@ def is_removable_when_unused(op: Operation) -> bool:
     if spec is None or spec.terminator:
         return False
     return effect_of(op) in (PURE, READ) and not has_side_effects(op)
+
+
+def is_zero_constant(value: Value) -> bool:
+    """Whether `value` is a constant zero (a scalar or a splat block, of any type),
+    possibly converted to another type: a zero is zero in every type."""
+    op = value.defining_op
+    while op is not None and op.name == "cast":
+        op = op.operands[0].defining_op
+    return op is not None and op.name == "constant" and op.attrs.get("value") in (0, 0.0, False)

@@ -86,10 +86,10 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
                                      debug=bool(_option(options, "debug", False)),
                                      maxnreg=_option(options, "maxnreg", None),
                                      enable_reflect_ftz=bool(_option(options, "enable_reflect_ftz", True)))
+    verify = knobs.verify_each_pass()
     run_pipeline(module, {"num_warps": num_warps, "target": target, "tma": knobs.nvidia.tma}, passes=GPU_PASSES,
-                 dump=dump_ir,
-                 verify=knobs.verify_each_pass())
-    if knobs.verify_each_pass():
+                 dump=dump_ir, verify=verify)
+    if verify:
         for fn in module.functions.values():
             layout_pass.verify_layouts(fn)
     shared = int(module.attrs.get("shared", 0))

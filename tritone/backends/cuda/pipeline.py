@@ -43,7 +43,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
-from tritone.ir.ops import has_side_effects, is_pure
+from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
 from tritone.ir.types import block_type, int1, int32
 
 from ...ir.layouts import SwizzledSharedLayout
@@ -97,14 +97,6 @@ def _users(region: Region) -> dict[Value, list[Operation]]:
     return users
 
 
-def _is_zero_constant(value: Value) -> bool:
-    op = value.defining_op
-    if op is not None and op.name == "cast":
-        # a zero converted to another type (`other=0.0` of an fp8 load) is zero in every type
-        return _is_zero_constant(op.operands[0])
-    return op is not None and op.name == "constant" and op.attrs.get("value") in (0, 0.0, False)
-
-
 def _find_chains(body: Region, users, infos: AxisInfoMap) -> list[_Chain]:
     chains = []
     for op in body.ops:
@@ -123,7 +115,7 @@ def _find_chains(body: Region, users, infos: AxisInfoMap) -> list[_Chain]:
             continue
         if len(users.get(value, [])) != 1 or not value.type.is_block():
             continue
-        if len(load.operands) > 2 and not _is_zero_constant(load.operands[2]):
+        if len(load.operands) > 2 and not is_zero_constant(load.operands[2]):
             continue
         chain = _Chain(load, permute, op)
         if _copy_bytes(chain, infos) in (4, 8, 16):

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tritone.ir.core import Module, Operation, Region, Value, replace_all_uses
+from tritone.ir.core import Module, Operation, Region, replace_all_uses
+from tritone.ir.ops import is_zero_constant
 
 
 def run(module: Module, ctx=None) -> None:
@@ -42,7 +43,7 @@ def _fold(add: Operation, uses: Counter) -> None:
         dot = value.defining_op
         other = add.operands[1 - index]
         if (dot is None or dot.name != "dot" or dot.parent is not add.parent or uses[value] != 1
-                or other.type != value.type or not _is_zero(dot.operands[2])
+                or other.type != value.type or not is_zero_constant(dot.operands[2])
                 or (value.type.scalar.is_floating() and dot.attrs.get("max_num_imprecise_acc"))):
             continue
         region: Region = add.parent
@@ -54,9 +55,3 @@ def _fold(add: Operation, uses: Counter) -> None:
         replace_all_uses(region, add.results[0], dot.results[0])
         uses[dot.results[0]] = uses.pop(add.results[0], 0)
         return
-
-
-def _is_zero(value: Value) -> bool:
-    op = value.defining_op
-    return op is not None and op.name == "constant" and op.attrs["value"] == 0
-

@@ -35,6 +35,7 @@ precedes the dot.
 from __future__ import annotations
 
 from tritone.ir.core import Operation
+from tritone.ir.ops import is_zero_constant
 from tritone.ir.types import type_text
 
 from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
@@ -188,8 +189,7 @@ class _Lowering:
         a_registers = None if is_shared_tile(a) else OperandSource(em, a, 0, self.linear, 2)
         ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
-        zero = acc.defining_op is not None and acc.defining_op.name == "constant" and \
-            acc.defining_op.attrs.get("value") in (0, 0.0)
+        zero = is_zero_constant(acc)
         if zero:
             # the first instruction of each tile ignores the accumulator (scale-d 0)
             name = em.define_block(self.result)
