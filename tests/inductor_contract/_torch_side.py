@@ -115,7 +115,8 @@ def probes() -> dict:
     answers = {name: getattr(probe, name)() for name in (
         "has_triton_package", "has_triton", "has_triton_tma", "has_triton_tma_device",
         "has_triton_stable_tma_api", "has_triton_tensor_descriptor_host_tma", "has_triton_experimental_host_tma")}
-    return {"answers": answers, "triton": triton.__name__, "cuda": torch.cuda.is_available()}
+    capability = list(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
+    return {"answers": answers, "triton": triton.__name__, "cuda": torch.cuda.is_available(), "capability": capability}
 
 
 def _compare(check) -> str:

@@ -198,6 +198,7 @@ def test_torch_probes_answer_for_this_machine(torch_side):
     if not probes["cuda"]:
         # No CUDA device: no TMA of any kind, whatever triton provides.
         assert not any(answers[name] for name in answers if "tma" in name)
-    # tritone has no device-side tensor descriptors (`tl.make_tensor_descriptor`), so Inductor must not
-    # pick its TMA templates even on Hopper.
-    assert not answers["has_triton_tma_device"] and not answers["has_triton_stable_tma_api"]
+    # tritone has device-side tensor descriptors (`tl.make_tensor_descriptor`, through TMA on sm_90+):
+    # Inductor may pick its TMA templates on Hopper and newer, as with upstream
+    hopper = probes["cuda"] and tuple(probes["capability"]) >= (9, 0)
+    assert answers["has_triton_tma_device"] == hopper

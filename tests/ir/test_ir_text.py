@@ -109,6 +109,9 @@ def build_kernel_module() -> Module:
     tma_row = b.create_value("tma_load", [tensormap, pid, pid], one_row)
     b.create_value("tma_load", [tensormap, pid, pid, n, n, nan_padding], one_row)
     b.create("tma_store", [tensormap, tma_row, pid, pid])
+    # ... or one the kernel encodes for a made descriptor
+    made = b.create_value("tensormap_create", [x_ptr, n, n, *strides], tensormap_type(one_row),
+                          {"global_offset": 128, "padding": "zero", "box": (1, 16), "swizzle": 64})
 
     combine = Region([float32, float32], ["l", "r"])
     Builder(combine).create("yield", [Builder(combine).create_value("add", combine.args, float32)])
@@ -159,6 +162,13 @@ def build_kernel_module() -> Module:
     b.create("async_commit")
     b.create("async_wait", [buffer], [], {"pending": 0})
     b.create("dot_wait", [], [], {"pending": 0})
+    # ... and the copy engine's, over mbarriers
+    barriers = b.create_value("local_buffer", [], block_type(int64, [2], SwizzledSharedLayout(1, 1, 1, (0,))))
+    b.create("mbarrier_init", [barriers])
+    b.create("mbarrier_arrive", [barriers, pid, nan_padding], [], {"bytes": 64})
+    b.create("tma_copy", [buffer, pid, barriers, made, pid, pid, nan_padding])
+    b.create("mbarrier_wait", [barriers, pid, pid])
+    b.create("mbarrier_inval", [barriers])
     b.create_value("local_index", [buffer, pid], V16F.with_layout(shared))
     b.create("print", [loop.result, x], [], {"prefix": " x: \"q\"\n", "hex": False})
     b.create("assert", [mask], [], {"msg": "x out of range"})

@@ -4,7 +4,8 @@ some arguments through the general path, launches of arguments with the same
 key go straight to the plan, and those of the first such key are launched by
 the dispatcher itself (cuLaunchKernelEx); anything that changes what a launch
 means (other arguments, launch options, knob variables, a changed kernel
-cache, another GPU decision) goes the general way again.
+cache, another GPU decision) goes the general way again. A kernel that takes
+global scratch memory is always launched by its plan, which asks the allocator.
 
 torch has no CUDA here, so the tensors are CPU tensors on a simulated device
 -1 that torch reports as initialised, with a fixed current stream."""
@@ -20,6 +21,7 @@ import tritone.language as tl
 from tests.runtime.test_gpu_path import SimulatedGPU, decode
 from tritone import knobs
 from tritone.backends import sites
+from tritone.backends.cuda import backend as cuda_backend
 from tritone.backends.cuda import build, launch_plan
 from tritone.backends.cuda.bindings import driver_api
 from tritone.compiler import compiler as compiler_module
@@ -48,7 +50,10 @@ def gpu(monkeypatch, tmp_path) -> SimulatedGPU:
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: STREAM, raising=False)
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: -1, raising=False)
+    # The backend imported the name: set there too (and imported above, so that a
+    # first import here cannot keep the stand-in after the test).
     monkeypatch.setattr(launch_plan, "current_device", lambda driver=None: -1)
+    monkeypatch.setattr(cuda_backend, "current_device", lambda driver=None: -1)
     sites.reset_active_target()
     build._driver_version.cache_clear()
     axpy.device_caches.clear()
@@ -132,3 +137,29 @@ def test_a_changed_cache_or_gpu_decision_is_not_launched_from(gpu, monkeypatch):
     sites.reset_active_target()
     assert axpy[(1,)](x, y, out, 64, 2.0, BLOCK=64) is second  # the same site and kernel, found again
     assert gpu.launches[-1]["call"] == "cuLaunchKernel" and compiled == [1, 1]
+
+
+def test_kernels_with_global_scratch_are_launched_by_their_plan(gpu, monkeypatch):
+    # What the code generator reports for a kernel that makes tensor descriptors on the device.
+    real = build._cuda_generator()
+
+    def with_scratch(module, arch, options, dump_ir=False):
+        source, entry, metadata = real(module, arch, options, dump_ir=dump_ir)
+        params = [*metadata["params"], ("tt_global_scratch", "unsigned char*", 8)]
+        return source, entry, {**metadata, "global_scratch_size": 96, "global_scratch_align": 128, "params": params}
+
+    monkeypatch.setattr(build, "_cuda_generator", lambda: with_scratch)
+    calls = []
+    triton.set_allocator(lambda size, alignment, stream: calls.append((size, alignment, stream)) or 0x7F00_0000_0000)
+    try:
+        x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
+        for grid in [(3,), (3,), (5,)]:
+            kernel = axpy[grid](x, y, out, 64, 2.0, BLOCK=64)
+            record = gpu.launches[-1]
+            assert record["call"] == "cuLaunchKernel" and record["grid"] == (grid[0], 1, 1)
+            assert record["stream"] == STREAM and calls[-1] == (grid[0] * 96, 128, STREAM)
+            assert decode(record["arguments"], "QQQifQ") == [x.data_ptr(), y.data_ptr(), out.data_ptr(), 64, 2.0,
+                                                               0x7F00_0000_0000]
+        assert kernel.metadata.global_scratch_size == 96 and len(calls) == 3
+    finally:
+        triton.set_allocator(None)

@@ -262,6 +262,22 @@ def _build_table() -> dict[str, OpSpec]:
         # TMA copies of a host descriptor's block (the CUDA backend's `tma.py` on sm_90+): operands
         # (tensor map, offsets..) for a load, (tensor map, value, offsets..) for a store
         OpSpec("tma_load", 2, None, 1, effect=READ),
+        # a tensor map the kernel encodes for a `make_tensor_descriptor` (its operands: base,
+        # shape.., strides..) into bytes `global_offset` on of the program's global scratch;
+        # its copies move `box` (default: the block) with `swizzle` (bytes; default none)
+        OpSpec("tensormap_create", 3, None, 1, {"global_offset": _attr(_INT),
+                                                "padding": _attr(_STR, DESCRIPTOR_PADDINGS),
+                                                "box": _optional(_TUPLE), "swizzle": _optional(_INT, (0, 32, 64, 128))},
+               effect=WRITE),
+        # the software pipeline's TMA copies (`pipeline.py`): (buffer, stage, mbarriers, tensor map,
+        # offsets.., in range) copies one tile; mbarriers (a `local_buffer` of i64, one per stage) are
+        # initialised, arrived on (mbarriers, stage, in range) announcing `bytes`, waited on (mbarriers, stage, phase)
+        # and invalidated
+        OpSpec("tma_copy", 6, None, 0, effect=WRITE),
+        OpSpec("mbarrier_init", 1, 1, 0, effect=WRITE),
+        OpSpec("mbarrier_arrive", 3, 3, 0, {"bytes": _attr(_INT)}, effect=WRITE),
+        OpSpec("mbarrier_wait", 3, 3, 0, effect=WRITE),
+        OpSpec("mbarrier_inval", 1, 1, 0, effect=WRITE),
         OpSpec("tma_store", 3, None, 0, effect=WRITE),
         # waits for asynchronous dots (wgmma) accumulating into its operands
         OpSpec("dot_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),

@@ -402,6 +402,22 @@ def _check_make_tensor_descriptor(op: Operation) -> None:
     _expect_types("the strides", _types(op.operands[1 + rank:]), [int64] * rank)
 
 
+def _check_tensormap_create(op: Operation) -> None:
+    tensormap = op.results[0].type
+    if not isinstance(tensormap, tensormap_type):
+        _fail(f"the result must be a tensor map, got {_t(tensormap)}")
+    rank = tensormap.rank
+    if len(op.operands) != 1 + 2 * rank:
+        _fail(f"a rank-{rank} tensor map is made of {1 + 2 * rank} operands, got {len(op.operands)}")
+    base = op.operands[0].type
+    if not (base.is_ptr() and not base.is_block() and base.element_ty == tensormap.element_ty):
+        _fail(f"the base must be a pointer to {_t(tensormap.element_ty)}, got {_t(base)}")
+    _expect_types("the shape", _types(op.operands[1:1 + rank]), [int32] * rank)
+    _expect_types("the strides", _types(op.operands[1 + rank:]), [int64] * rank)
+    if int(op.attrs["global_offset"]) % 128:
+        _fail(f"global_offset {op.attrs['global_offset']} is not a multiple of 128 bytes")
+
+
 def _check_descriptor_access(op: Operation) -> None:
     """descriptor_load (nan flag, offsets), _store and _atomic (value, offsets)."""
     probe = op.operands[0].type
@@ -634,6 +650,7 @@ _TYPE_RULES: dict[str, Callable[[Operation], None]] = {
     "descriptor_gather": _check_descriptor_rows,
     "descriptor_scatter": _check_descriptor_rows,
     "tma_load": _check_tma_access,
+    "tensormap_create": _check_tensormap_create,
     "tma_store": _check_tma_access,
     "reduce": _check_reduce_scan,
     "scan": _check_reduce_scan,

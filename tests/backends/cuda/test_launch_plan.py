@@ -23,6 +23,7 @@ from tritone.backends.cuda.bindings.driver_api import (
     CudaError,
     DeviceAttribute,
     FunctionAttribute,
+    LaunchConfig,
     MemoryType,
     PointerAttribute,
 )
@@ -39,7 +40,8 @@ ERRORS = {1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
 
 
 class FakeGPU:
-    """A driver library that records loads, attributes and launches. Each launch
+    """A driver library that records loads, attributes and launches (through
+    cuLaunchKernel or cuLaunchKernelEx, the record's "call"). Each launch
     snapshots the bytes its parameter pointers point at, since the launcher reuses
     the same storage for every call. `functions` adds or replaces entry points."""
 
@@ -68,6 +70,7 @@ class FakeGPU:
             "cuDeviceGetAttribute": lambda out, attribute, device: self.store(out, self.device_attributes[attribute]),
             "cuPointerGetAttribute": self.pointer_attribute,
             "cuLaunchKernel": self.launch,
+            "cuLaunchKernelEx": self.launch_ex,
             "cuGetErrorName": lambda code, out: self.error_text(code, out, 0),
             "cuGetErrorString": lambda code, out: self.error_text(code, out, 1),
             **(functions or {}),
@@ -108,10 +111,19 @@ class FakeGPU:
         if not all(type(g) is int for g in (gx, gy, gz)):
             # What ctypes says of a numpy integer passed to a function without argtypes.
             raise ctypes.ArgumentError("argument 2: TypeError: Don't know how to convert parameter 2")
-        stream = stream or 0  # a NULL c_void_p reads as None
+        return self.record("cuLaunchKernel", function, (gx, gy, gz), (bx, by, bz), shared, stream, parameters)
+
+    def launch_ex(self, config_address, function, parameters, extra) -> int:
+        config = LaunchConfig.from_address(config_address.value)
+        return self.record("cuLaunchKernelEx", function.value, (config.grid_x, config.grid_y, config.grid_z),
+                           (config.block_x, config.block_y, config.block_z), config.shared_bytes, config.stream,
+                           parameters)
+
+    def record(self, call, function, grid, block, shared, stream, parameters) -> int:
         code = self.launch_codes.pop(0) if self.launch_codes else 0
         self.launches.append({
-            "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream,
+            "call": call, "function": function, "grid": grid, "block": block, "shared": shared,
+            "stream": stream or 0,  # a NULL c_void_p reads as None
             "parameters": parameters, "context": self.current, "code": code,
             # The largest slot is 8 bytes; ctypes keeps small values in a 16-byte inline buffer.
             "bytes": [ctypes.string_at(parameters[i], 8) for i in range(len(parameters))],

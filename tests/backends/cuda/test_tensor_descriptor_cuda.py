@@ -16,6 +16,7 @@ import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda.launch_plan import LaunchSpec, _allocate_storage
+from tritone._internal_testing import default_alloc_fn
 from tritone.compiler import ASTSource
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
@@ -56,7 +57,8 @@ _HOST_SIGNATURE = {"a_desc": "tensordesc<fp16[32, 16]>", "b_desc": "tensordesc<f
 
 
 @pytest.mark.parametrize("arch", [75, 80, 90])
-def test_device_descriptors_compile_to_vectorized_pointer_code(arch):
+def test_device_descriptors_compile_to_vectorized_pointer_code(arch, monkeypatch):
+    monkeypatch.setenv("TRITONE_TMA", "0")  # sm_90 would copy `source` and `target` with TMA
     kernel = triton.compile(ASTSource(device_kernel, _DEVICE_SIGNATURE, {"BM": 16, "BN": 64}, _DIVISIBLE),
                             target=GPUTarget("cuda", arch, 32))
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
@@ -65,6 +67,18 @@ def test_device_descriptors_compile_to_vectorized_pointer_code(arch):
     assert re.search(r"red\.global(\.\w+)*\.add(\.v\d)?\.f32", ptx)  # old values unused: `red`
     assert "cp.async.bulk.tensor" not in ptx  # pointer code, not TMA
     assert "descriptor_load(" in kernel.asm["ttir"]  # the target-neutral IR keeps the descriptor ops
+
+
+def test_device_descriptors_loaded_and_stored_only_use_tma_on_sm90(monkeypatch):
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    kernel = triton.compile(ASTSource(device_kernel, _DEVICE_SIGNATURE, {"BM": 16, "BN": 64}, _DIVISIBLE),
+                            target=GPUTarget("cuda", 90, 32))
+    ptx = kernel.asm["ptx"]
+    # `source` and `target` through tensor maps the kernel encodes; `sums` (atomics) and `rows`
+    # (gather, scatter) stay pointer code
+    assert ptx.count("tensormap.cp_fenceproxy") == 2 and kernel.metadata.global_scratch_size == 256
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and "cp.async.bulk.tensor.2d.global" in ptx
+    assert re.search(r"red\.global(\.\w+)*\.add(\.v\d)?\.f32", ptx)
 
 
 @triton.jit
@@ -150,17 +164,31 @@ def device_matmul_kernel(A, B, C, sizes, lds, BM: tl.constexpr, BN: tl.constexpr
 _DEVICE_MATMUL_SIGNATURE = {"A": "*fp16", "B": "*fp16", "C": "*fp16", "sizes": "*i32", "lds": "*i32"}
 
 
+def _device_matmul_ptx(arch: int) -> str:
+    return triton.compile(ASTSource(device_matmul_kernel, _DEVICE_MATMUL_SIGNATURE, {"BM": 64, "BN": 64, "BK": 32},
+                                    {(i,): [["tt.divisibility", 16]] for i in range(5)}),
+                          target=GPUTarget("cuda", arch, 32), options={"num_stages": 3}).asm["ptx"]
+
+
 @pytest.mark.parametrize("arch", [80, 90])
-def test_device_descriptors_with_sizes_from_memory_feed_dots_through_pipelined_copies(arch):
+def test_device_descriptors_with_sizes_from_memory_feed_dots_through_pipelined_copies(arch, monkeypatch):
     # make_tensor_descriptor requires a 16-byte aligned base and leading strides: the
     # tiles copy as 16-byte pieces, and the piece across K's edge, which no analysis can
     # place, checks its mask bits at run time (element by element only there)
-    kernel = triton.compile(ASTSource(device_matmul_kernel, _DEVICE_MATMUL_SIGNATURE, {"BM": 64, "BN": 64, "BK": 32},
-                                      {(i,): [["tt.divisibility", 16]] for i in range(5)}),
-                            target=GPUTarget("cuda", arch, 32), options={"num_stages": 3})
-    ptx = kernel.asm["ptx"]
+    monkeypatch.setenv("TRITONE_TMA", "0")  # sm_90 would copy with TMA
+    ptx = _device_matmul_ptx(arch)
     assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16", ptx)
     assert "st.shared.u16" in ptx
+
+
+def test_device_descriptors_feed_dots_through_pipelined_tma_copies_on_sm90(monkeypatch):
+    # the tiles (BK = 32 fp16: 64-byte rows) arrive by TMA in wgmma's 64-byte swizzle, one box
+    # per tile, over mbarrier stages; the output's map keeps a row-major box
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    ptx = _device_matmul_ptx(90)
+    assert not re.search(r"cp\.async\.(ca|cg)\.shared\.global", ptx)
+    assert re.findall(r"swizzle_mode\.shared::cta\.b1024\.b32 \[%r\d+\], (\d)", ptx) == ["2", "2", "0"]
+    assert "mbarrier.try_wait.parity" in ptx and "wgmma.mma_async" in ptx
 
 
 # -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
@@ -231,7 +259,12 @@ CHECKS = [check_device_descriptors, check_host_descriptors, check_padding, check
 def test_on_the_gpu(check, monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
-    check("cuda")
+    # descriptors made in a kernel keep their tensor maps in global scratch memory on sm_90+
+    triton.set_allocator(default_alloc_fn)
+    try:
+        check("cuda")
+    finally:
+        triton.set_allocator(None)
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -7,8 +7,11 @@ functions (combine functions, libdevice prototypes) and the kernel
 
 whose parameters are the kernel function's arguments in order (pointers as
 `T*`, scalars by value, TMA tensor maps as `const __grid_constant__
-tt_tensormap`, 128 bytes by value). Its dynamic shared memory is `tt_smem`, of the size
-`smem.py` planned (the launcher passes it).
+tt_tensormap`, 128 bytes by value), then, for a kernel with the attribute
+`global_scratch_size` (tensor maps it encodes itself), `unsigned char*
+tt_global_scratch`: that many bytes per block, which the launcher allocates.
+Its dynamic shared memory is `tt_smem`, of the size `smem.py` planned (the
+launcher passes it).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from . import (  # noqa: F401
 )
 from .bindings.driver_api import TENSOR_MAP_BYTES
 from .codegen_base import CodegenError, CodegenOptions, Emitter
-from .codegen_tma import tensormap_parameter
+from .codegen_tma import GLOBAL_SCRATCH, GLOBAL_SCRATCH_ALIGN, tensormap_parameter
 from .codegen_types import ctype
 from .prelude import prelude
 
@@ -87,11 +90,15 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
         if arg.type.is_block():
             raise CodegenError(f"kernel argument {index} is a block ({arg.type})")
         param = _param_name(index, arg.name_hint)
-        em.bind(arg, param)
         if isinstance(arg.type, tensormap_type):
+            em.bind(arg, f"(&{param})")  # a tensor map value is its address
             params.append((param, tensormap_parameter(em), TENSOR_MAP_BYTES))
             continue
+        em.bind(arg, param)
         params.append((param, ctype(arg.type), arg.type.itemsize if not arg.type.is_ptr() else 8))
+    global_scratch = int(fn.attrs.get("global_scratch_size", 0))
+    if global_scratch:
+        params.append((GLOBAL_SCRATCH, "unsigned char*", 8))
     em.emit_region(fn.body)
 
     threads = 32 * options.num_warps
@@ -123,6 +130,9 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
     metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
+    if global_scratch:
+        metadata["global_scratch_size"] = global_scratch
+        metadata["global_scratch_align"] = GLOBAL_SCRATCH_ALIGN
     if fn.attrs.get("tensormaps"):
         # per appended tensor map argument, the index of its host descriptor's argument
         metadata["tensormaps"] = [int(index) for index in fn.attrs["tensormaps"]]

@@ -19,10 +19,21 @@ group and waits for it to complete. Elements outside the tensor are dropped
 by the copy engine.
 
 The tensor map is the kernel parameter `const __grid_constant__
-tt_tensormap` (128 bytes, 64-byte aligned), addressed in place.
+tt_tensormap` (128 bytes, 64-byte aligned), addressed in place, or one the
+kernel encodes (`tensormap_create`, for `tl.make_tensor_descriptor`): warp 0
+zero-fills 128 bytes of shared scratch, lane 0 writes the fields
+(`tensormap.replace`), the warp copies the map to the block's global scratch
+memory with `tensormap.cp_fenceproxy` (a release to the tensor-map proxy) and
+acquires it there (`fence.proxy.tensormap::generic.acquire`, then an empty bulk
+group committed and awaited, which ptxas needs to order the two); after a
+barrier, the copies (all issued by thread 0, of warp 0) read that map. The
+value of a tensor map in the C++ is its address, `const tt_tensormap*`.
 """
 
 from __future__ import annotations
+
+import itertools
+import math
 
 from tritone.ir.core import Operation
 
@@ -38,7 +49,8 @@ from .codegen_base import (
 )
 from .codegen_layout import _copy, _unique_registers, _vector_width
 from .codegen_types import ctype, literal
-from .tensormap import SOFTWARE_NAN_FILL, element_key, tile_bytes
+from .dot.shared import smem_address
+from .tensormap import SOFTWARE_NAN_FILL, box_shape, element_key, tile_bytes
 
 # the copy engine writes and reads tiles at 128-byte aligned shared addresses
 TILE_ALIGNMENT = 128
@@ -69,6 +81,20 @@ __device__ __forceinline__ void tt_mbarrier_inval(unsigned bar) {
 __device__ __forceinline__ void tt_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }"""
+
+
+# the kernel parameter of global scratch memory, and the alignment asked of the allocator
+GLOBAL_SCRATCH = "tt_global_scratch"
+GLOBAL_SCRATCH_ALIGN = 128
+_TENSORMAP_BYTES = 128
+
+# `tensormap.replace`'s element types (the PTX ISA's table; Triton's TMAUtilities.cpp)
+_ELEMENT_TYPES = {"fp16": 6, "bf16": 10, "fp32": 7, "fp64": 9}
+_INTEGER_TYPES = {(1, True): 0, (1, False): 0, (2, True): 1, (2, False): 1, (4, True): 3, (4, False): 2,
+                  (8, True): 5, (8, False): 4}
+_FILL_ZERO, _FILL_NAN = 0, 1
+# swizzle bytes -> `tensormap.replace`'s swizzle mode
+_SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}
 
 
 def tensormap_parameter(em: Emitter) -> str:
@@ -147,12 +173,13 @@ def emit_tma_load(em: Emitter, op: Operation) -> None:
     em.open("if (threadIdx.x == 0)")
     em.line("tt_mbarrier_init(tt_bar);")
     em.line(f"tt_mbarrier_expect_tx(tt_bar, {nbytes}u);")
-    em.line(f"tt_tma_load_{rank}d(tt_shared_address(tt_buf), &{em.name(op.operands[0])}, tt_bar, "
-            f"{', '.join(offsets)});")
+    for at, coords in _boxes(tensormap, offsets):
+        em.line(f"tt_tma_load_{rank}d(tt_shared_address(tt_buf) + {at}u, {em.name(op.operands[0])}, tt_bar, "
+                f"{', '.join(coords)});")
     em.close()
     em.barrier()  # the mbarrier is initialised before anyone waits on it
     em.line("tt_mbarrier_wait(tt_bar, 0);")
-    _read_tile(em, result, name)
+    _read_tile(em, result, name, box_shape(tensormap))
     if len(op.operands) > 1 + rank:
         _nan_outside(em, op, name)
     em.barrier()
@@ -160,15 +187,47 @@ def emit_tma_load(em: Emitter, op: Operation) -> None:
     em.close()
 
 
-def _read_tile(em: Emitter, value, name: str) -> None:
-    """Each register of `value` (named `name`) from the row-major tile `tt_buf`."""
+def _boxes(tensormap: tensormap_type, offsets: list[str]) -> list[tuple[int, list[str]]]:
+    """(byte offset in the staged tile, coordinates) of each box of a block: one
+    box where every dim fits in one, else the grid of boxes, each stored whole
+    (row-major) one after the other (`_staging_index`)."""
+    shape, box = tuple(tensormap.block.shape), box_shape(tensormap)
+    counts = [s // b for s, b in zip(shape, box)]
+    box_bytes = math.prod(box) * tensormap.element_ty.itemsize
+    copies = []
+    for number, index in enumerate(itertools.product(*(range(c) for c in counts))):
+        coords = [offset if i == 0 else f"{offset} + {i * b}" for offset, i, b in zip(offsets, index, box)]
+        copies.append((number * box_bytes, coords))
+    return copies
+
+
+def _staging_index(coords: list[str], shape: tuple[int, ...], box: tuple[int, ...]) -> str:
+    """The element index of `coords` in a block staged as its boxes, each
+    row-major, the boxes in row-major order (row-major when one box holds it)."""
+    within, which = [], []
+    for c, size, b in zip(coords, shape, box):
+        if size == b:
+            within.append(c)
+            which.append("0")
+        else:
+            within.append(f"(({c}) & {b - 1})")
+            which.append(f"(({c}) >> {b.bit_length() - 1})")
+    counts = tuple(size // b for size, b in zip(shape, box))
+    box_elements = math.prod(box)
+    inner = linear_index_expr(within, row_major_strides(box))
+    outer = linear_index_expr(which, [stride * box_elements for stride in row_major_strides(counts)])
+    return inner if outer == "0" else f"{inner} + {outer}"
+
+
+def _read_tile(em: Emitter, value, name: str, box: tuple[int, ...]) -> None:
+    """Each register of `value` (named `name`) from the staged tile `tt_buf`."""
     linear = em.linear(value)
-    strides = row_major_strides(tuple(value.type.shape))
+    shape = tuple(value.type.shape)
     eb = value.type.scalar.itemsize
-    width = _vector_width(linear, strides, 0, eb)
+    width = _vector_width(linear, row_major_strides(box), 0, eb)
     for reg in range(0, em.nregs(value), width):
         coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
-        _copy(em, f"{name}[{reg}]", f"tt_buf[{linear_index_expr(coords, strides)}]", width * eb, width == 1)
+        _copy(em, f"{name}[{reg}]", f"tt_buf[{_staging_index(coords, shape, box)}]", width * eb, width == 1)
 
 
 def _nan_outside(em: Emitter, op: Operation, name: str) -> None:
@@ -204,17 +263,173 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     em.open()
     em.line(f"{element}* tt_buf = {em.scratch(element, 0, tile_bytes(tensormap))};")
     linear = em.linear(value)
-    strides = row_major_strides(tuple(value.type.shape))
+    shape, box = tuple(value.type.shape), box_shape(tensormap)
     eb = value.type.scalar.itemsize
-    width = _vector_width(linear, strides, 0, eb)
+    width = _vector_width(linear, row_major_strides(box), 0, eb)
     for reg in _unique_registers(linear):
         if reg % width == 0:
             coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
-            _copy(em, f"tt_buf[{linear_index_expr(coords, strides)}]", f"{em.name(value)}[{reg}]", width * eb,
+            _copy(em, f"tt_buf[{_staging_index(coords, shape, box)}]", f"{em.name(value)}[{reg}]", width * eb,
                   width == 1)
     em.line("tt_fence_proxy_async();")  # the copy engine reads what these threads wrote
     em.barrier()
     em.open("if (threadIdx.x == 0)")
-    em.line(f"tt_tma_store_{rank}d(&{em.name(op.operands[0])}, tt_shared_address(tt_buf), {', '.join(offsets)});")
+    for at, coords in _boxes(tensormap, offsets):
+        em.line(f"tt_tma_store_{rank}d({em.name(op.operands[0])}, tt_shared_address(tt_buf) + {at}u, "
+                f"{', '.join(coords)});")
     em.close()
+    em.close()
+
+
+@needs_scratch("tensormap_create")
+def tensormap_create_scratch_bytes(op: Operation) -> int:
+    return _TENSORMAP_BYTES
+
+
+SCRATCH_ALIGNMENT["tensormap_create"] = _TENSORMAP_BYTES
+
+
+def _element_type_code(tensormap: tensormap_type) -> int:
+    key = element_key(tensormap)
+    if key in _ELEMENT_TYPES:
+        return _ELEMENT_TYPES[key]
+    element = tensormap.element_ty
+    return _INTEGER_TYPES[(element.itemsize, element.is_int_signed())]
+
+
+def _replace(field: str, width: int, operands: str, inputs: str = "") -> str:
+    """One `tensormap.replace` of the map in shared memory at `tt_map_s`."""
+    return (f'asm volatile("tensormap.replace.tile.{field}.shared::cta.b1024.b{width} [%0], {operands};" '
+            f':: "r"(tt_map_s){inputs} : "memory");')
+
+
+@emits("tensormap_create")
+def emit_tensormap_create(em: Emitter, op: Operation) -> None:
+    tensormap: tensormap_type = op.results[0].type
+    rank = tensormap.rank
+    base = em.name(op.operands[0])
+    shape = [em.name(v) for v in op.operands[1:1 + rank]]
+    strides = [em.name(v) for v in op.operands[1 + rank:]]
+    block = tuple(op.attrs.get("box") or box_shape(tensormap))
+    itemsize = tensormap.element_ty.itemsize
+    size = int(em.fn.attrs["global_scratch_size"])
+    fill = _FILL_NAN if op.attrs["padding"] == "nan" and element_key(tensormap) not in SOFTWARE_NAN_FILL \
+        else _FILL_ZERO
+    if em.scratch_base % _TENSORMAP_BYTES:
+        raise CodegenError(f"tensormap_create at {op.loc}: its shared bytes at offset {em.scratch_base} are not "
+                           f"{_TENSORMAP_BYTES}-byte aligned")
+    em.declare_once(_TENSORMAP_STRUCT)
+    em.declare_once(_MBARRIER_HELPERS)
+    em.memo["arch_suffix"] = "a"  # tensormap.replace is an sm_90a instruction
+    name = em.new_name(op.results[0], "map")
+    block_index = "(unsigned long long)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))"
+    em.line(f"const tt_tensormap* {name} = reinterpret_cast<const tt_tensormap*>({GLOBAL_SCRATCH} + "
+            f"{block_index} * {size}u + {int(op.attrs['global_offset'])}u);")
+    em.barrier()  # earlier users of the shared bytes are done with them
+    em.open()
+    em.line(f"unsigned* tt_map = {em.scratch('unsigned', 0, _TENSORMAP_BYTES)};")
+    em.line("const unsigned tt_map_s = tt_shared_address(tt_map);")
+    em.open("if (tt_warp == 0)")
+    em.line("tt_map[tt_lane] = 0u;")
+    em.line("__syncwarp();")
+    em.open("if (tt_lane == 0)")
+    em.line(_replace("global_address", 64, "%1", f', "l"(reinterpret_cast<unsigned long long>({base}))'))
+    em.line(_replace("rank", 32, str(rank - 1)))
+    # ordinals count dims innermost first
+    for d in range(rank):
+        em.line(_replace("box_dim", 32, f"{d}, %1", f', "r"({block[rank - 1 - d]})'))
+    for d in range(rank):
+        em.line(_replace("global_dim", 32, f"{d}, %1", f', "r"({shape[rank - 1 - d]})'))
+    for d in range(rank - 1):
+        stride = f"(unsigned long long)({strides[rank - 2 - d]}) * {itemsize}ull"
+        em.line(f"unsigned long long tt_stride{d} = {stride};")
+        # PTX ISA 8.5 and older (CUDA 12.6 and older) read the stride in 16-byte units
+        em.lines.append("#if __CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ <= 6)")
+        em.line(f"tt_stride{d} >>= 4;")
+        em.lines.append("#endif")
+        em.line(_replace("global_stride", 64, f"{d}, %1", f', "l"(tt_stride{d})'))
+    for d in range(rank):
+        em.line(_replace("element_stride", 32, f"{d}, %1", ', "r"(1)'))
+    em.line(_replace("elemtype", 32, str(_element_type_code(tensormap))))
+    em.line(_replace("interleave_layout", 32, "0"))
+    em.line(_replace("swizzle_mode", 32, str(_SWIZZLE_MODES[int(op.attrs.get("swizzle", 0))])))
+    em.line(_replace("fill_mode", 32, str(fill)))
+    em.close()
+    em.line("__syncwarp();")
+    em.line('asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned '
+            f'[%0], [%1], {_TENSORMAP_BYTES};" :: "l"(reinterpret_cast<unsigned long long>({name})), '
+            '"r"(tt_map_s) : "memory");')
+    em.line(f'asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], {_TENSORMAP_BYTES};\\n\\t"')
+    em.line('             "cp.async.bulk.commit_group;\\n\\tcp.async.bulk.wait_group.read 0;" '
+            f':: "l"(reinterpret_cast<unsigned long long>({name})) : "memory");')
+    em.close()
+    em.close()
+    em.barrier()  # the map is in place before thread 0 copies with it, and the shared bytes free
+
+
+# -- the software pipeline's copies (`pipeline.py`) ------------------------------------------------
+
+def _mbarrier(em: Emitter, barriers, slot: str) -> str:
+    return f"{smem_address(em)} + {em.name(barriers)} + (unsigned)({slot}) * 8u"
+
+
+@emits("mbarrier_init")
+def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
+    barriers = op.operands[0]
+    em.declare_once(_MBARRIER_HELPERS)
+    em.open("if (threadIdx.x == 0)")
+    for stage in range(barriers.type.shape[0]):
+        em.line(f"tt_mbarrier_init({_mbarrier(em, barriers, str(stage))});")
+    em.close()
+    em.barrier()  # initialised before any thread waits on them
+
+
+@emits("mbarrier_arrive")
+def emit_mbarrier_arrive(em: Emitter, op: Operation) -> None:
+    barriers, slot, in_range = op.operands
+    em.declare_once(_MBARRIER_HELPERS)
+    em.line(f"if (threadIdx.x == 0 && {em.name(in_range)}) "
+            f"tt_mbarrier_expect_tx({_mbarrier(em, barriers, em.name(slot))}, {int(op.attrs['bytes'])}u);")
+
+
+@emits("mbarrier_wait")
+def emit_mbarrier_wait(em: Emitter, op: Operation) -> None:
+    barriers, slot, phase = op.operands
+    em.declare_once(_MBARRIER_HELPERS)
+    em.line(f"tt_mbarrier_wait({_mbarrier(em, barriers, em.name(slot))}, {em.name(phase)});")
+
+
+@emits("mbarrier_inval")
+def emit_mbarrier_inval(em: Emitter, op: Operation) -> None:
+    barriers = op.operands[0]
+    em.barrier()  # every thread is past its last wait
+    em.open("if (threadIdx.x == 0)")
+    for stage in range(barriers.type.shape[0]):
+        em.line(f"tt_mbarrier_inval({_mbarrier(em, barriers, str(stage))});")
+    em.close()
+    em.barrier()  # the bytes may serve other uses
+
+
+@emits("tma_copy")
+def emit_tma_copy(em: Emitter, op: Operation) -> None:
+    """The copies of one tile of stage `slot` of `buffer` (an `NvmmaSharedLayout`):
+    one box per swizzle column and 256 rows, at the column's place in the tile."""
+    buffer, slot, barriers, tensormap = op.operands[:4]
+    rank = tensormap.type.rank
+    offsets = [em.name(v) for v in op.operands[4:4 + rank]]
+    in_range = em.name(op.operands[4 + rank])
+    box_rows, box_columns = op.operands[3].defining_op.attrs["box"]
+    rows, width = buffer.type.shape[1:]
+    eb = buffer.type.scalar.itemsize
+    stage_bytes = rows * width * eb
+    _declare_copies(em, rank)
+    em.open(f"if (threadIdx.x == 0 && {in_range})")
+    em.line(f"const unsigned tt_stage = {smem_address(em)} + {em.name(buffer)} + (unsigned)({em.name(slot)}) * "
+            f"{stage_bytes}u;")
+    em.line(f"const unsigned tt_bar = {_mbarrier(em, barriers, em.name(slot))};")
+    for column in range(0, width, box_columns):
+        for row in range(0, rows, box_rows):
+            at = (column * rows + row * box_columns) * eb
+            em.line(f"tt_tma_load_{rank}d(tt_stage + {at}u, {em.name(tensormap)}, tt_bar, {offsets[0]} + {row}, "
+                    f"{offsets[1]} + {column});")
     em.close()

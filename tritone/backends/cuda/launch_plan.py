@@ -20,6 +20,12 @@ appended after the other arguments (`LaunchSpec.tensormaps`), encoded by the
 driver once per distinct base, shape, strides and padding (`tensormap.py`).
 The stream is the caller's, else torch's current stream on the device once torch
 has initialised CUDA, else the default stream 0.
+
+A kernel that needs global scratch memory (`LaunchSpec.global_scratch_size`
+bytes per block: tensor maps it builds on the device) takes its address as one
+more argument, after all others. Each launch asks the allocator set with
+`triton.set_allocator` for grid size * num_ctas * that many bytes on the launch's
+stream, as Triton's launcher does; kernels without scratch launch as before.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any
 
 from ...errors import OutOfResources, TritonError
 from ...ir.types import descriptor_leaf_types, is_descriptor_type, parse_type
+from ...runtime import _allocation
 from ...tensors import TensorWrapper
 from ...tools.tensor_descriptor import TensorDescriptor
 from .bindings.driver_api import (
@@ -186,6 +193,13 @@ class LaunchSpec:
     """Host descriptors the kernel reads or writes with TMA: for each tensor map
     the kernel takes after all other arguments, in order, the index among the
     other run-time parameters of its descriptor (its base address)."""
+    global_scratch_size: int = 0
+    """Bytes of global scratch memory each block uses; above 0 the kernel takes
+    the address of the whole launch's scratch buffer as its last argument, after
+    the tensor maps (block b of the grid, counted x fastest, uses bytes
+    [b * size, (b + 1) * size))."""
+    global_scratch_align: int = 1
+    """The alignment in bytes the kernel needs of its scratch buffer."""
 
     @property
     def block_size(self) -> int:
@@ -193,9 +207,11 @@ class LaunchSpec:
 
     @functools.cached_property
     def runtime_parameters(self) -> tuple[Parameter, ...]:
-        """The values written at launch, one per argument of the compiled kernel:
-        the run-time parameters, tuple parameters as their run-time elements,
-        then one tensor map per host descriptor in `tensormaps`."""
+        """The values written at launch from the arguments, one per argument of the
+        compiled kernel: the run-time parameters, tuple parameters as their
+        run-time elements, then one tensor map per host descriptor in
+        `tensormaps`. A kernel with global scratch memory takes its address after
+        these, which the launcher writes itself."""
         leaves = tuple(leaf for param in self.parameters for leaf in param.runtime_leaves())
         maps = []
         for index in self.tensormaps:
@@ -211,8 +227,9 @@ class LaunchSpec:
     def from_compiled(cls, src: Any, metadata: Any, asm: Mapping[str, Any], kernel_hash: str) -> LaunchSpec:
         """The spec of a GPU compilation of `src` (an `ASTSource`): `metadata` as a
         mapping or an object with attributes (name, entry, num_warps, num_ctas, shared,
-        target, params, launch_pdl, launch_cooperative_grid), `asm` holding
-        "cubin", or "ptx" alone when NVRTC compiled PTX for the driver."""
+        target, params, launch_pdl, launch_cooperative_grid, tensormaps,
+        global_scratch_size, global_scratch_align), `asm` holding "cubin", or
+        "ptx" alone when NVRTC compiled PTX for the driver."""
 
         def field(name: str, default: Any = None) -> Any:
             if isinstance(metadata, Mapping):
@@ -238,7 +255,9 @@ class LaunchSpec:
                    launch_pdl=bool(field("launch_pdl", False)),
                    launch_cooperative_grid=bool(field("launch_cooperative_grid", False)),
                    argument_bytes=None if described is None else tuple(int(p[2]) for p in described),
-                   tensormaps=tuple(int(i) for i in field("tensormaps", None) or ()))
+                   tensormaps=tuple(int(i) for i in field("tensormaps", None) or ()),
+                   global_scratch_size=int(field("global_scratch_size", 0) or 0),
+                   global_scratch_align=int(field("global_scratch_align", 1) or 1))
 
     @classmethod
     def from_kernel(cls, kernel: Any) -> LaunchSpec:
@@ -468,6 +487,9 @@ class LaunchPlan:
         self.driver = driver
         if not isinstance(spec.num_ctas, int) or spec.num_ctas < 1:
             raise TritonError(f"kernel {spec.name}: num_ctas must be a positive integer, got {spec.num_ctas!r}")
+        if spec.global_scratch_size < 0 or spec.global_scratch_align < 1:
+            raise TritonError(f"kernel {spec.name}: global scratch memory of {spec.global_scratch_size} bytes "
+                              f"aligned to {spec.global_scratch_align}")
         self.storage, converters = _allocate_storage(spec)
         # one per descriptor type: descriptors of one type share their encoded maps
         self._encoders: dict[str, TensorMapEncoder] = {}
@@ -476,8 +498,9 @@ class LaunchPlan:
                 converters[f"v{slot}"] = self._tensormap_writer(slot, param)
         written = tuple(ctypes.sizeof(value) for value in self.storage)
         if spec.argument_bytes is not None and spec.argument_bytes != written:
+            scratch = " and a global scratch pointer" if spec.global_scratch_size else ""
             raise TritonError(f"kernel {spec.name}: the compiled kernel takes arguments of {spec.argument_bytes} "
-                              f"bytes, but its signature {[p.type for p in spec.runtime_parameters]} gives "
+                              f"bytes, but its signature {[p.type for p in spec.runtime_parameters]}{scratch} gives "
                               f"{written}; the code generator and the launcher disagree")
         self.parameters = (ctypes.c_void_p * max(1, len(self.storage)))(
             *(ctypes.addressof(value) for value in self.storage))
@@ -559,10 +582,12 @@ class LaunchPlan:
     def _generate_launch(self, converters: dict[str, Any]) -> Callable[..., None]:
         spec = self.spec
         names = [p.name for p in spec.parameters]
+        values = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
         # Every name the generated code owns starts with more underscores than any
         # parameter name, so a kernel parameter can never shadow one of them.
         underscores = 1 + max((len(n) - len(n.lstrip("_")) for n in [*names, spec.name]), default=0)
         prefix = "_" * underscores + "L"
+        grid = f"{prefix}x, {prefix}y, {prefix}z"
         namespace: dict[str, Any] = {}
         namespace.update({
             f"{prefix}acquire": self.lock.acquire,
@@ -582,6 +607,7 @@ class LaunchPlan:
             f"{prefix}argument_error": self._argument_error,
             f"{prefix}launch_converted": self._launch_converted,
             f"{prefix}launch_ex": self._launch_with_attributes,
+            f"{prefix}global_scratch": self._global_scratch,
             f"{prefix}failed": self._launch_failed,
             f"{prefix}ArgumentError": ctypes.ArgumentError,
             # a kernel parameter may be called `type`, as Triton allows
@@ -592,9 +618,13 @@ class LaunchPlan:
         body = []
         for slot, param in enumerate(spec.runtime_parameters):
             body.extend(_pack_lines(prefix, slot, param))
+        scratch = []
+        if spec.global_scratch_size:
+            # Allocated before the lock is taken (an allocator may launch kernels
+            # itself) and held until the launch is queued.
+            scratch = [f"    {prefix}scratch, {prefix}scratch_address = {prefix}global_scratch({grid}, {prefix}stream)"]
+            body.append(f"{prefix}v{len(spec.runtime_parameters)}.value = {prefix}scratch_address")
         body.append(f"{prefix}stream_slot.value = {prefix}stream")
-        values = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
-        grid = f"{prefix}x, {prefix}y, {prefix}z"
         if self._config is None:
             call = [
                 "        try:",
@@ -613,6 +643,7 @@ class LaunchPlan:
             "            return",
             f"    if {prefix}stream is None:",
             f"        {prefix}stream = {prefix}stream_of({prefix}device)",
+            *scratch,
             # acquire/release in a try costs half of a with statement.
             f"    {prefix}acquire()",
             "    try:",
@@ -642,9 +673,9 @@ class LaunchPlan:
         arguments convert faster than cuLaunchKernel's eleven), `function`, and
         `failed(code, grid_x, stream)`, which raises for a launch that returned
         `code`. None when the plan launches with attributes (clusters and the like),
-        passes some parameter as a converted value (fp16/bf16 scalars), or the
-        driver has no cuLaunchKernelEx."""
-        if self._config is not None or any(p.type in _HALF_TYPES or p.is_tensormap
+        passes some parameter as a converted value (fp16/bf16 scalars), takes
+        global scratch memory, or the driver has no cuLaunchKernelEx."""
+        if self._config is not None or self.spec.global_scratch_size or any(p.type in _HALF_TYPES or p.is_tensormap
                                            for p in self.spec.runtime_parameters):
             return None
         if self._inline_config is None:
@@ -664,6 +695,51 @@ class LaunchPlan:
         returned `code`: retried or reported as the plan's own launches are."""
         self._stream_slot.value = stream
         self._launch_failed(code, grid_x, 1, 1, "cuLaunchKernelEx")
+
+    def _global_scratch(self, grid_x: Any, grid_y: Any, grid_z: Any, stream: Any) -> tuple[Any, int]:
+        """The global scratch memory of one launch over the grid on `stream`: grid
+        size * num_ctas * `global_scratch_size` bytes from this context's allocator
+        (`triton.set_allocator`), called as Triton's launcher calls it. Returns the
+        buffer, which the caller keeps until the launch is queued, and its
+        address. Raises RuntimeError when no allocator is set, TritonError when
+        the allocator's answer cannot be used, both naming the kernel."""
+        spec = self.spec
+        try:
+            programs = operator.index(grid_x) * operator.index(grid_y) * operator.index(grid_z)
+        except TypeError:
+            check_grid(spec.name, grid_x, grid_y, grid_z)  # raises, naming the dimension
+            raise
+        size = programs * spec.num_ctas * spec.global_scratch_size
+        allocate = _allocation.allocator.get()
+        if allocate is None or isinstance(allocate, _allocation.NullAllocator):
+            raise _allocation.no_allocator_error(size, spec.name)
+        buffer = allocate(size, spec.global_scratch_align, stream)
+        return buffer, self._scratch_address(buffer, size)
+
+    def _scratch_address(self, buffer: Any, size: int) -> int:
+        """The address of `buffer`, which the allocator returned for `size` bytes of
+        scratch memory: a tensor (`data_ptr()`) on this plan's GPU of at least that
+        many bytes, or an int address. Raises TritonError naming the kernel."""
+        returned = (f"kernel {self.spec.name}: the allocator set with triton.set_allocator, asked for {size} bytes "
+                    "of global scratch memory, returned")
+        if isinstance(buffer, int) and not isinstance(buffer, bool):
+            address = buffer
+        elif callable(getattr(buffer, "data_ptr", None)):
+            location = _device_of(buffer)
+            if location is not None and (location[0] != "cuda" or location[1] not in (None, self.device)):
+                kind, ordinal = location
+                raise TritonError(f"{returned} a tensor on {kind if ordinal is None else f'{kind}:{ordinal}'}; "
+                                  f"allocate it on cuda:{self.device}")
+            numel, element_size = getattr(buffer, "numel", None), getattr(buffer, "element_size", None)
+            if callable(numel) and callable(element_size) and numel() * element_size() < size:
+                raise TritonError(f"{returned} a tensor of {numel() * element_size()} bytes")
+            address = buffer.data_ptr()
+        else:
+            raise TritonError(f"{returned} a {type(buffer).__name__}, which has no data_ptr(); return a tensor "
+                              "of at least that many bytes")
+        if not isinstance(address, int) or not 0 < address < 2**64:
+            raise TritonError(f"{returned} a buffer at address {address!r}")
+        return address
 
     def _tensormap_writer(self, slot: int, param: Parameter) -> Callable[[TensorDescriptor], None]:
         """What writes the tensor map of host descriptor `param` into its slot:
@@ -744,8 +820,9 @@ def _identifier(name: str) -> str:
 
 
 def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
-    """One ctypes value per run-time parameter, with the width of its type, and
-    the helpers the generated packer calls by name."""
+    """One ctypes value per run-time parameter, with the width of its type (and a
+    last one for the global scratch address of a kernel that takes it), and the
+    helpers the generated packer calls by name."""
     storage: list[Any] = []
     converters: dict[str, Any] = {}
     for slot, param in enumerate(spec.runtime_parameters):
@@ -769,6 +846,10 @@ def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
                               "launcher cannot pass yet")
         storage.append(value)
         converters[f"v{slot}"] = value
+    if spec.global_scratch_size:
+        # The scratch buffer's address, the kernel's last argument.
+        converters[f"v{len(storage)}"] = scratch = ctypes.c_uint64()
+        storage.append(scratch)
     converters.update({"BIT": _BIT, "fp16": _fp16_bits, "bf16": _bf16_bits})
     return storage, converters
 

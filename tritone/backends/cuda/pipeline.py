@@ -33,6 +33,17 @@ op with other effects, a carried value of the slice that the rest of the body
 or the code after the loop reads, a load with a non-zero `other`, or pieces
 that `cp.async` cannot copy (4, 8 or 16 aligned bytes under one mask bit).
 
+On sm_90, loads that `tma.py` made TMA copies of a descriptor the kernel
+encodes (`tma_load` of a `tensormap_create`) are pipelined the same way with
+the copy engine: the tensor map's box becomes one swizzle column of the tile
+(`NvmmaSharedLayout`: the box's rows and span, the layout's swizzle mode), so
+that `cp.async.bulk.tensor` writes each stage in the very layout the dot
+reads; thread 0 arrives on the stage's mbarrier announcing the trip's bytes
+(`mbarrier_arrive`) and issues its copies (`tma_copy`, one per tile), every thread waits on its phase
+(`mbarrier_wait`, the phase flipping each time the stages wrap), and the
+mbarriers are invalidated after the loop. A loop pipelines its tiles one way:
+where some of its tiles cannot use TMA, its TMA loads are left as they are.
+
 `tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
 `num_stages` (n <= 1: no pipelining).
 """
@@ -46,9 +57,14 @@ from tritone.ir.core import Function, Module, Operation, Region, Value, clone_op
 from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
 from tritone.ir.types import block_type, int1, int32
 
-from ...ir.layouts import SwizzledSharedLayout
+from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
+from ...ir.types import int64
 from .axis_info import AxisInfoMap, analyze
-from .dot.shared import TileGeometry, copy_plan
+from .dot.shared import TileGeometry, copy_plan, tile_bytes
+from .tensormap import MAX_BOX_DIM
+
+# TMA's swizzle modes by the bytes of one swizzle row
+TMA_SWIZZLE_BYTES = (32, 64, 128)
 
 
 def run(module: Module, ctx=None) -> None:
@@ -111,16 +127,50 @@ def _find_chains(body: Region, users, infos: AxisInfoMap) -> list[_Chain]:
         else:
             permute = None
         load = value.defining_op
-        if load is None or load.name != "load" or load.parent is not body or load.attrs.get("volatile"):
+        if load is None or load.name not in ("load", "tma_load") or load.parent is not body:
             continue
-        if len(users.get(value, [])) != 1 or not value.type.is_block():
+        if load.attrs.get("volatile") or len(users.get(value, [])) != 1 or not value.type.is_block():
+            continue
+        chain = _Chain(load, permute, op)
+        if load.name == "tma_load":
+            if tma_box(chain, users) is not None:
+                chains.append(chain)
             continue
         if len(load.operands) > 2 and not is_zero_constant(load.operands[2]):
             continue
-        chain = _Chain(load, permute, op)
         if _copy_bytes(chain, infos) in (4, 8, 16):
             chains.append(chain)
+    # a loop's tiles are copied one way: TMA only where every tile can be
+    if any(c.load.name == "tma_load" for c in chains) and not all(c.load.name == "tma_load" for c in chains):
+        chains = [c for c in chains if c.load.name == "load"]
     return chains
+
+
+def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
+    """(box rows, box columns, swizzle bytes) of the copies that write `chain`'s
+    tile in its own layout, one swizzle column (and at most 256 rows) at a time;
+    None where the copy engine cannot: a tile layout other than a 2-D
+    `NvmmaSharedLayout` whose contiguous dim is the tensor's, or a swizzle other
+    than TMA's; a tensor map the kernel does not encode itself, or that other ops
+    read; a load that pads fp8 with NaN itself."""
+    load = chain.load
+    tensormap = load.operands[0]
+    make = tensormap.defining_op
+    if make is None or make.name != "tensormap_create" or len(users.get(tensormap, [])) != 1:
+        return None
+    if len(load.operands) != 1 + tensormap.type.rank or tensormap.type.rank != 2:
+        return None
+    layout = chain.load_layout
+    rows, width = load.results[0].type.shape
+    eb = tensormap.type.element_ty.itemsize
+    if not isinstance(layout, NvmmaSharedLayout) or tuple(layout.order) != (1, 0) or layout.vec * eb != 16:
+        return None
+    span_bytes = layout.span * eb
+    if span_bytes not in TMA_SWIZZLE_BYTES or layout.per_phase != 128 // span_bytes or width % layout.span:
+        return None
+    if rows % 8:
+        return None
+    return min(rows, MAX_BOX_DIM), layout.span, span_bytes
 
 
 def _copy_bytes(chain: _Chain, infos: AxisInfoMap) -> int:
@@ -300,8 +350,18 @@ class _Builder:
 
 
 def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot: Value, mapping: dict,
-                  in_range: Value) -> None:
-    """Copy the chains' tiles for the trip `mapping` describes into stage `slot`, where `in_range`."""
+                  in_range: Value, barriers: Value | None) -> None:
+    """Copy the chains' tiles for the trip `mapping` describes into stage `slot`,
+    where `in_range`: with the copy engine, completing on mbarrier `slot` of
+    `barriers`, when that is given."""
+    if barriers is not None:
+        # the stage's bytes announced, then the copies that bring them
+        nbytes = sum(tile_bytes(chain.load.results[0].type) for chain in chains)
+        b.op("mbarrier_arrive", [barriers, slot, in_range], bytes=nbytes)
+        for chain, buffer in zip(chains, buffers):
+            operands = [mapping.get(v, v) for v in chain.load.operands]
+            b.op("tma_copy", [buffer, slot, barriers, *operands, in_range])
+        return
     for chain, buffer in zip(chains, buffers):
         load = chain.load
         ptr = mapping.get(load.operands[0], load.operands[0])
@@ -327,6 +387,13 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     in_flight = _in_flight_dots(body, users, chains)
     slots = prefetch + (1 if in_flight else 0)
     b = _Builder(parent, loop, loop.loc)
+    barriers = None
+    if chains[0].load.name == "tma_load":
+        for chain in chains:
+            rows, columns, swizzle = tma_box(chain, users)
+            chain.load.operands[0].defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
+        barriers = b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
+        b.op("mbarrier_init", [barriers])
     buffers = []
     for chain in chains:
         load_ty = chain.load.results[0].type
@@ -343,18 +410,24 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         mapping = {body.args[0]: iv, **{body.args[1 + i]: current[i] for i in ahead}}
         for op in slice_ops:
             _clone_ahead(b, op, mapping, in_range)
-        _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range)
+        _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range, barriers)
         current = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
 
-    # the new loop: the old carried values (ahead ones advanced), then the stage
-    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [b.constant(0, int32)]
-    new_body = Region([a.type for a in body.args] + [int32], [a.name_hint for a in body.args] + ["stage"])
-    new_loop = Operation("for", list(loop.operands[:3]) + inits, [r.type for r in loop.results] + [int32],
+    # the new loop: the old carried values (ahead ones advanced), then the stage (and
+    # with mbarriers the phase of the stage's next completion)
+    extra = [int32] if barriers is None else [int32, int32]
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [b.constant(0, int32) for _ in extra]
+    new_body = Region([a.type for a in body.args] + extra,
+                      [a.name_hint for a in body.args] + ["stage", "phase"][:len(extra)])
+    new_loop = Operation("for", list(loop.operands[:3]) + inits, [r.type for r in loop.results] + extra,
                          dict(loop.attrs), [new_body], loop.loc)
     parent.insert(parent.ops.index(loop), new_loop)
-    stage = new_body.args[-1]
+    stage = new_body.args[len(body.args)]
     nb = _Builder(new_body, None, loop.loc)
-    nb.op("async_wait", buffers, pending=(prefetch - 1) * len(chains))
+    if barriers is None:
+        nb.op("async_wait", buffers, pending=(prefetch - 1) * len(chains))
+    else:
+        nb.op("mbarrier_wait", [barriers, stage, new_body.args[-1]])
     tiles = {}
     for chain, buffer in zip(chains, buffers):
         tile_ty = block_type(buffer.type.scalar, list(buffer.type.shape[1:]), chain.load_layout)
@@ -390,16 +463,25 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         first = nb.value("cmp", [stage, nb.constant(0, int32)], int1, pred="eq")
         before = nb.value("sub", [stage, nb.constant(1, int32)], int32)
         slot = nb.value("select", [first, nb.constant(slots - 1, int32), before], int32)
-    _issue_copies(nb, chains, buffers, slot, mapping, in_range)
+    _issue_copies(nb, chains, buffers, slot, mapping, in_range, barriers)
     advanced = {i: mapping.get(terminator.operands[i], terminator.operands[i]) for i in ahead}
     yielded = [advanced.get(i, v) for i, v in enumerate(terminator.operands)]
     yielded = [_remap(v, body, new_body) for v in yielded]
     bumped = nb.value("add", [stage, nb.constant(1, int32)], int32)
     wrapped = nb.value("cmp", [bumped, nb.constant(slots, int32)], int1, pred="eq")
-    nb.op("yield", yielded + [nb.value("select", [wrapped, nb.constant(0, int32), bumped], int32)])
+    yielded.append(nb.value("select", [wrapped, nb.constant(0, int32), bumped], int32))
+    if barriers is not None:
+        phase = new_body.args[-1]
+        flipped = nb.value("xor", [phase, nb.constant(1, int32)], int32)
+        yielded.append(nb.value("select", [wrapped, flipped, phase], int32))
+    nb.op("yield", yielded)
 
     after = parent.ops.index(new_loop) + 1
-    parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))
+    if barriers is None:
+        parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))
+    else:
+        # every copy issued was for a trip the loop waited for: none is in flight
+        parent.insert(after, Operation("mbarrier_inval", [barriers], [], {}, loc=loop.loc))
     if in_flight:
         for dot, _ in in_flight:
             dot.attrs["in_flight"] = 1

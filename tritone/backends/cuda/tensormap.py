@@ -6,7 +6,8 @@ written with TMA (`backends/cuda/tma.py`) when its block meets the copy
 engine's rules, which depend only on the kernel's signature type
 (`tensordesc<fp16[64, 64]>`), so the choice is made once per specialization:
 
-- rank 1 to 5, every block dim at most 256 elements;
+- rank 1 to 5 (a box holds at most 256 elements per dim: a bigger block is
+  copied as several boxes, `box_shape`);
 - the block's innermost dim a multiple of 16 bytes;
 - an element type the copy engine moves (every 1-, 2-, 4- and 8-byte type the
   CUDA backend has; fp8e4b15, which has no NaN, stays on pointer code);
@@ -74,8 +75,6 @@ def tma_unsupported_reason(desc_type: tensordesc_type) -> str | None:
         return f"the copy engine has no data type for {element}"
     if not 1 <= len(shape) <= MAX_RANK:
         return f"rank {len(shape)} is outside 1..{MAX_RANK}"
-    if any(dim > MAX_BOX_DIM for dim in shape):
-        return f"block {list(shape)} has a dim above {MAX_BOX_DIM}"
     inner = shape[-1] * itemsize
     if inner % INNER_BOX_BYTES_MULTIPLE:
         return (f"the block's innermost dim is {inner} bytes, not a multiple of "
@@ -86,6 +85,12 @@ def tma_unsupported_reason(desc_type: tensordesc_type) -> str | None:
     if total > MAX_TILE_BYTES:
         return f"the block is {total} bytes, more than the {MAX_TILE_BYTES} staged in shared memory"
     return None
+
+
+def box_shape(desc_type: Any) -> tuple[int, ...]:
+    """The box of a descriptor (or tensor map) type's copies: its block, each dim
+    at most `MAX_BOX_DIM` (block dims are powers of two, so boxes tile it)."""
+    return tuple(min(dim, MAX_BOX_DIM) for dim in desc_type.block.shape)
 
 
 def tile_bytes(desc_type: Any) -> int:
@@ -101,8 +106,8 @@ def encoding(desc_type: tensordesc_type, address: int, shape: list[int], strides
     """The `cuTensorMapEncodeTiled` arguments of a descriptor of `desc_type` over
     the tensor at `address` of `shape` and `strides` (in elements, outermost
     first, as `TensorDescriptor` holds them): dims reversed (innermost first),
-    strides in bytes, the box the block shape, no swizzle (the kernel reads the
-    tile row-major), 128-byte L2 promotion, and NaN filling where the copy
+    strides in bytes, the box `box_shape`, no swizzle (the kernel reads the
+    tile row-major, box by box), 128-byte L2 promotion, and NaN filling where the copy
     engine does it."""
     element = element_key(desc_type)
     itemsize = desc_type.element_ty.itemsize
@@ -114,7 +119,7 @@ def encoding(desc_type: tensordesc_type, address: int, shape: list[int], strides
         data_type=DATA_TYPES[element], address=address,
         dims=tuple(int(shape[d]) for d in reversed(range(rank))),
         strides=tuple(int(strides[d]) * itemsize for d in reversed(range(rank - 1))),
-        box=tuple(int(desc_type.block.shape[d]) for d in reversed(range(rank))),
+        box=tuple(reversed(box_shape(desc_type))),
         element_strides=(1,) * rank, swizzle=TensorMapSwizzle.NONE,
         l2_promotion=TensorMapL2Promotion.L2_128B, oob_fill=fill)
 
@@ -144,5 +149,5 @@ class TensorMapEncoder:
         return found
 
 
-__all__ = ["TENSOR_MAP_BYTES", "TMA_MIN_ARCH", "TensorMapEncoder", "encoding", "tma_unsupported_reason",
+__all__ = ["TENSOR_MAP_BYTES", "TMA_MIN_ARCH", "TensorMapEncoder", "box_shape", "encoding", "tma_unsupported_reason",
            "tile_bytes"]

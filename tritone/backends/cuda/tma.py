@@ -1,30 +1,41 @@
-"""TMA for host tensor descriptors on sm_90+: the GPU pass that runs before
+"""TMA for tensor descriptors on sm_90+: the GPU pass that runs before
 `passes/lower_descriptors.py`.
 
-For each host `TensorDescriptor` argument of the kernel whose block the copy
-engine can move (`tensormap.tma_unsupported_reason`), the `descriptor_load`
-and `descriptor_store` ops on the argument itself become `tma_load` and
+Host descriptors (with TRITONE_TMA=1, `knobs.nvidia.tma` true). For each
+host `TensorDescriptor` argument of the kernel whose block the copy engine
+can move (`tensormap.tma_unsupported_reason`), the `descriptor_load` and
+`descriptor_store` ops on the argument itself become `tma_load` and
 `tma_store` ops on a new kernel argument of type `tensormap<...>`, appended
 after all others: the 128-byte tensor map the launcher encodes for that
 descriptor (`launch_plan.py`). Appending keeps the indices of the other
 arguments (their `arg_attrs`) as they were. The function attribute
 `tensormaps` lists, per appended argument in order, the index of the
 descriptor argument it belongs to; `pointer_descriptors` maps the index of
-each host descriptor left to pointer code to the reason. Both show under
-TRITONE_DUMP_IR, and the op names show the choice per op.
+each host descriptor left to pointer code to the reason.
 
-What stays pointer code (`lower_descriptors` after this pass): descriptors
-made in the kernel (`tl.make_tensor_descriptor`), atomics, gather and
-scatter, descriptors reached through loop-carried values or branches, and
-every descriptor below sm_90; and, chosen at run time, a load whose innermost
-offset is not a multiple of 16 bytes, or a store where that holds or an offset
-is negative: the copy engine faults on those ("illegal instruction", seen on
-an H100), where Triton's descriptors allow them. The TMA op then sits in an
-`if` whose other branch keeps the descriptor op; a check that axis info
-(`axis_info.py`) proves true is left out, so offsets such as `pid * BLOCK` get
-no branch. A load of an fp8 type the copy engine cannot
-fill with NaN takes the shape and the NaN-padding flag as extra operands, so
-that the code generator writes the padding itself.
+Device descriptors (unless `knobs.nvidia.tma` is false, as Triton always
+does). A `make_tensor_descriptor` whose every use is a `descriptor_load` or
+`descriptor_store` of a block the copy engine can move gets a
+`tensormap_create` right after it: the kernel encodes the tensor map itself
+into 128 bytes of the program's global scratch memory (`global_offset`
+within it), which the launcher asks `triton.set_allocator`'s allocator for.
+The kernel attribute `global_scratch_size` is the bytes per program (times
+`num_ctas`, as Triton asks the allocator for). Its
+loads and stores become `tma_load` and `tma_store` on that map, as above.
+
+Both show under TRITONE_DUMP_IR, and the op names show the choice per op.
+
+What stays pointer code (`lower_descriptors` after this pass): atomics,
+gather and scatter, descriptors reached through loop-carried values, branches
+or calls, and every descriptor below sm_90; and, chosen at run time, a load
+whose innermost offset is not a multiple of 16 bytes, or a store where that
+holds or an offset is negative: the copy engine faults on those ("illegal
+instruction", seen on an H100), where Triton's descriptors allow them. The
+TMA op then sits in an `if` whose other branch keeps the descriptor op; a
+check that axis info (`axis_info.py`) proves true is left out, so offsets
+such as `pid * BLOCK` get no branch. A load of an fp8 type the copy engine
+cannot fill with NaN takes the shape and the NaN-padding flag as extra
+operands, so that the code generator writes the padding itself.
 """
 
 from __future__ import annotations
@@ -40,27 +51,36 @@ if TYPE_CHECKING:
     from ...passes import PassContext
 
 _TMA_ACCESSES = ("descriptor_load", "descriptor_store")
+# bytes of one tensor map in global scratch memory, and their alignment
+TENSORMAP_SCRATCH_BYTES = 128
 
 
 def run(module: Module, ctx: PassContext) -> None:
-    """Rewrite the host-descriptor loads and stores of `module`'s kernel as TMA
-    copies when the target (`ctx.options["target"]`) is sm_90 or newer and TMA is
-    asked for (`ctx.options["tma"]`, from `knobs.nvidia.tma`: TRITONE_TMA=1)."""
+    """Rewrite the descriptor loads and stores of `module`'s kernel as TMA copies
+    when the target (`ctx.options["target"]`) is sm_90 or newer: those of host
+    descriptors when `ctx.options["tma"]` (`knobs.nvidia.tma`) is true, those of
+    descriptors made in the kernel unless it is false."""
     options = getattr(ctx, "options", None) or {}
-    if int(options.get("target", 0)) < TMA_MIN_ARCH or not options.get("tma"):
+    if int(options.get("target", 0)) < TMA_MIN_ARCH:
         return
     fn = module.kernel
-    if fn.attrs.get("kernel"):
-        _rewrite_kernel(fn)
+    if not fn.attrs.get("kernel"):
+        return
+    choice = options.get("tma")
+    facts = None
+    if choice:
+        facts = _rewrite_host_descriptors(fn)
+    if choice is not False:
+        _rewrite_device_descriptors(fn, facts, int(options.get("num_ctas", 1) or 1))
 
 
-def _rewrite_kernel(fn: Function) -> None:
+def _rewrite_host_descriptors(fn: Function) -> AxisInfoMap | None:
     uses: dict[Value, list[Operation]] = {}
     for op in fn.walk():
         if op.name in _TMA_ACCESSES:
             uses.setdefault(op.operands[0], []).append(op)
     if not uses:
-        return
+        return None
     tensormaps: list[int] = []
     pointer: dict[int, str] = {}
     facts = analyze(fn)
@@ -82,6 +102,45 @@ def _rewrite_kernel(fn: Function) -> None:
         fn.attrs["tensormaps"] = tuple(tensormaps)
     if pointer:
         fn.attrs["pointer_descriptors"] = pointer
+    return facts
+
+
+def _rewrite_device_descriptors(fn: Function, facts: AxisInfoMap | None, num_ctas: int) -> None:
+    """Give each `make_tensor_descriptor` whose uses are all loads and stores of
+    blocks TMA can move a tensor map encoded by the kernel, and those ops TMA.
+    A program's scratch is `num_ctas` times its maps' bytes: Triton gives each
+    block of a cluster its own, and the allocator is asked for as much (tritone
+    runs a program as one block)."""
+    makes = [op for op in fn.walk() if op.name == "make_tensor_descriptor"]
+    if not makes:
+        return
+    users: dict[Value, list[Operation]] = {}
+    for op in fn.walk():
+        for value in op.operands:
+            users.setdefault(value, []).append(op)
+    offset = int(fn.attrs.get("global_scratch_size", 0))
+    for make in makes:
+        desc = make.results[0]
+        accesses = users.get(desc, [])
+        if not accesses or tma_unsupported_reason(desc.type) is not None:
+            continue
+        if any(op.name not in _TMA_ACCESSES or op.operands.index(desc) != 0 for op in accesses):
+            continue
+        if facts is None:
+            facts = analyze(fn)
+        builder = Builder()
+        builder.set_insertion_point(make.parent, make.parent.ops.index(make) + 1)
+        builder.loc = make.loc
+        hint = f"{desc.name_hint}_tensormap" if desc.name_hint else None
+        tensormap = builder.create_value("tensormap_create", list(make.operands), tensormap_type(desc.type.block),
+                                         {"global_offset": offset, "padding": make.attrs["padding"]})
+        if hint:
+            tensormap.name_hint = hint
+        offset += TENSORMAP_SCRATCH_BYTES
+        for op in accesses:
+            _rewrite(op, tensormap, desc.type, facts)
+    if offset:
+        fn.attrs["global_scratch_size"] = offset * num_ctas
 
 
 def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type, facts: AxisInfoMap) -> None:
