@@ -123,11 +123,6 @@ def _env_bool(*names: str, default: bool = False) -> _EnvKnob:
     return _EnvKnob(*names, default=default, parse=_parse_bool)
 
 
-def _parse_optional_bool(text: str) -> bool | None:
-    """True or False as `_parse_bool` reads them; None for an empty value (unset)."""
-    return _parse_bool(text) if text.strip() else None
-
-
 def _env_str(*names: str, default: str | None = None) -> _EnvKnob:
     return _EnvKnob(*names, default=default, parse=lambda text: text or default)
 
@@ -305,11 +300,10 @@ class NvidiaKnobs(_Group):
     """Explicit path of the CUDA driver library."""
     target = _env_str("TRITONE_TARGET")
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
-    tma = _EnvKnob("TRITONE_TMA", default=None, parse=_parse_optional_bool)
-    """Tensor descriptors through TMA on sm_90+. Unset (None): descriptors made in the
-    kernel (`tl.make_tensor_descriptor`) use TMA, as Triton's do, host descriptors
-    pointer code; true: both use TMA; false: neither. Offsets the copy engine faults
-    on are checked at run time (see docs/ARCHITECTURE.md)."""
+    tma = _env_bool("TRITONE_TMA", default=True)
+    """Tensor descriptors (host `TensorDescriptor`s and `tl.make_tensor_descriptor`)
+    through TMA on sm_90+, as Triton's; false (TRITONE_TMA=0): pointer code. Offsets
+    the copy engine faults on are checked at run time (see docs/ARCHITECTURE.md)."""
     libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
     """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
     for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the

@@ -112,6 +112,7 @@ def build_kernel_module() -> Module:
     # ... or one the kernel encodes for a made descriptor
     made = b.create_value("tensormap_create", [x_ptr, n, n, *strides], tensormap_type(one_row),
                           {"global_offset": 128, "padding": "zero", "box": (1, 16), "swizzle": 64})
+    b.create_value("tensormap_at", [], tensormap_type(one_row), {"global_offset": 128})
 
     combine = Region([float32, float32], ["l", "r"])
     Builder(combine).create("yield", [Builder(combine).create_value("add", combine.args, float32)])
@@ -166,7 +167,7 @@ def build_kernel_module() -> Module:
     barriers = b.create_value("local_buffer", [], block_type(int64, [2], SwizzledSharedLayout(1, 1, 1, (0,))))
     b.create("mbarrier_init", [barriers])
     b.create("mbarrier_arrive", [barriers, pid, nan_padding], [], {"bytes": 64})
-    b.create("tma_copy", [buffer, pid, barriers, made, pid, pid, nan_padding])
+    b.create("tma_copy", [buffer, pid, barriers, made, pid, pid, nan_padding], [], {"box": (1, 16)})
     b.create("mbarrier_wait", [barriers, pid, pid])
     b.create("mbarrier_inval", [barriers])
     b.create_value("local_index", [buffer, pid], V16F.with_layout(shared))

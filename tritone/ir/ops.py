@@ -269,11 +269,14 @@ def _build_table() -> dict[str, OpSpec]:
                                                 "padding": _attr(_STR, DESCRIPTOR_PADDINGS),
                                                 "box": _optional(_TUPLE), "swizzle": _optional(_INT, (0, 32, 64, 128))},
                effect=WRITE),
+        # the tensor map at `global_offset` in the program's global scratch, as the last
+        # `tensormap_create` there wrote it (a descriptor carried through loops or branches)
+        OpSpec("tensormap_at", 0, 0, 1, {"global_offset": _attr(_INT)}, effect=READ),
         # the software pipeline's TMA copies (`pipeline.py`): (buffer, stage, mbarriers, tensor map,
-        # offsets.., in range) copies one tile; mbarriers (a `local_buffer` of i64, one per stage) are
-        # initialised, arrived on (mbarriers, stage, in range) announcing `bytes`, waited on (mbarriers, stage, phase)
-        # and invalidated
-        OpSpec("tma_copy", 6, None, 0, effect=WRITE),
+        # offsets.., in range) copies one tile in `box`es (rows, columns); mbarriers (a `local_buffer`
+        # of i64, one per stage) are initialised, arrived on (mbarriers, stage, in range) announcing
+        # `bytes`, waited on (mbarriers, stage, phase) and invalidated
+        OpSpec("tma_copy", 6, None, 0, {"box": _attr(_TUPLE)}, effect=WRITE),
         OpSpec("mbarrier_init", 1, 1, 0, effect=WRITE),
         OpSpec("mbarrier_arrive", 3, 3, 0, {"bytes": _attr(_INT)}, effect=WRITE),
         OpSpec("mbarrier_wait", 3, 3, 0, effect=WRITE),

@@ -14,9 +14,9 @@ import torch
 
 import tritone as triton
 import tritone.language as tl
+from tritone._internal_testing import default_alloc_fn
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda.launch_plan import LaunchSpec, _allocate_storage
-from tritone._internal_testing import default_alloc_fn
 from tritone.compiler import ASTSource
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
@@ -132,9 +132,10 @@ def test_host_descriptors_of_shapes_divisible_by_16_load_vectors():
 
 
 @pytest.mark.parametrize("arch", [80, 90])
-def test_zero_padded_host_descriptors_feed_dots_through_pipelined_copies(arch):
+def test_zero_padded_host_descriptors_feed_dots_through_pipelined_copies(arch, monkeypatch):
     # Zero padding, specialised on ("Z"), pads with a constant zero, which cp.async's fill gives:
     # the K loop's loads become asynchronous copies. NaN padding keeps plain loads (the flag picks).
+    monkeypatch.setenv("TRITONE_TMA", "0")  # pointer code on sm_90 too
     def compiled(attribute: str):
         attrs = {(i,): [["tt.divisibility", 16], *([["tritone.zero_padding", 1]] if attribute == "DZ" else [])]
                  for i in range(3)}

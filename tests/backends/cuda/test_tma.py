@@ -95,12 +95,12 @@ def _signature(element: str, block: list[int]) -> dict:
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is opt-in (TRITONE_TMA=1, `knobs.nvidia.tma`): every test here asks for it."""
-    monkeypatch.setenv("TRITONE_TMA", "1")
+    """TMA is the default (`knobs.nvidia.tma`); whatever the environment running the tests says."""
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
 
 
-def test_tma_is_opt_in(monkeypatch):
-    monkeypatch.delenv("TRITONE_TMA")
+def test_tma_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("TRITONE_TMA", "0")
     ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
     assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
 
@@ -507,7 +507,7 @@ def test_a_store_at_a_negative_offset_stays_pointer_code_at_run_time(monkeypatch
     # The copy engine faults on a store box starting before the tensor (an H100 showed an
     # illegal instruction): the TMA store runs under `offsets >= 0`, pointer code otherwise.
     ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
-    monkeypatch.delenv("TRITONE_TMA")
+    monkeypatch.setenv("TRITONE_TMA", "0")
     pointer_ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
     # every global store of the pointer-code kernel (`out`'s and the descriptor's) is still there

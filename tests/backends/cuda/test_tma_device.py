@@ -5,8 +5,8 @@ allocator of `triton.set_allocator` for.
 
 Without a GPU: what compiles for sm_90 (the maps' instructions in the PTX,
 the scratch size in the metadata, the extra kernel parameter) and what keeps
-pointer code (sm_80, TRITONE_TMA=0, descriptors carried through loops or used
-by atomics). On a GPU (`gpu` marker): copies of blocks straddling every edge
+pointer code (sm_80, TRITONE_TMA=0, descriptors used by atomics), and one
+map for a descriptor carried through loops and branches. On a GPU (`gpu` marker): copies of blocks straddling every edge
 for several dtypes and both paddings, bit-exact against torch; a matmul
 against torch; descriptors made again inside a loop; the allocator's sizes.
 """
@@ -21,7 +21,9 @@ import torch
 import tritone as triton
 import tritone.language as tl
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import lowering
 from tritone.compiler import ASTSource
+from tritone.ir import parse_module, print_module
 
 
 @triton.jit
@@ -69,12 +71,16 @@ def remade_in_a_loop(a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @triton.jit
-def carried(a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    """A descriptor carried through a loop: pointer code."""
+def carried(a_ptr, b_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Adds 1 to rows `pid` of `a` and 2 to those of `b`: a descriptor carried through a
+    loop and a branch, remade as another tensor's every other block."""
+    pid = tl.program_id(0)
     desc = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
-    for i in range(0, N, BN):
-        desc.store([0, i], desc.load([0, i]) + 1)
-        desc = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    for i in range(0, 2 * N, BN):
+        if i == N:
+            desc = tl.make_tensor_descriptor(b_ptr, [M, N], [N, 1], [BM, BN])
+        column = i % N
+        desc.store([pid * BM, column], desc.load([pid * BM, column]) + 1 + (i >= N))
 
 
 @triton.jit
@@ -93,6 +99,13 @@ def _compile(kernel, signature: dict, constants: dict, arch: int):
     return triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", arch, 32))
 
 
+def _gpu_ir(compiled) -> str:
+    """The kernel's IR after the CUDA backend's passes."""
+    module = parse_module(compiled.asm["ttir"])
+    lowering.generate_cuda(module, 90, {})
+    return print_module(module)
+
+
 def test_made_descriptors_encode_their_tensor_maps_on_sm90(monkeypatch):
     monkeypatch.delenv("TRITONE_TMA", raising=False)
     kernel = _compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 90)
@@ -105,6 +118,8 @@ def test_made_descriptors_encode_their_tensor_maps_on_sm90(monkeypatch):
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", ptx)
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)
     assert ".target sm_90a" in ptx
+    # the wgmma result reaches the output's staged tile through stmatrix, four 8x8 matrices a time
+    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     # 128 bytes per map, per program; the scratch pointer is the last parameter
     assert (kernel.metadata.global_scratch_size, kernel.metadata.global_scratch_align) == (384, 128)
     assert tuple(kernel.metadata.params[-1]) == ("tt_global_scratch", "unsigned char*", 8)
@@ -121,12 +136,19 @@ def test_below_sm90_or_switched_off_descriptors_stay_pointer_code(monkeypatch):
         assert all(name != "tt_global_scratch" for name, _, _ in kernel.metadata.params)
 
 
-@pytest.mark.parametrize("kernel", [carried, with_an_atomic])
-def test_descriptors_used_otherwise_than_by_loads_and_stores_stay_pointer_code(kernel, monkeypatch):
+def test_descriptors_used_otherwise_than_by_loads_and_stores_stay_pointer_code(monkeypatch):
     monkeypatch.delenv("TRITONE_TMA", raising=False)
-    compiled = _compile(kernel, _COPY_SIGNATURE, {"BM": 8, "BN": 32}, 90)
+    compiled = _compile(with_an_atomic, _COPY_SIGNATURE, {"BM": 8, "BN": 32}, 90)
     assert _FENCE not in compiled.asm["ptx"]
     assert compiled.metadata.global_scratch_size == 0
+
+
+def test_a_descriptor_carried_through_a_loop_has_one_map_every_make_writes(monkeypatch):
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    compiled = _compile(carried, {**_COPY_SIGNATURE, "b_ptr": "*fp32"}, {"BM": 8, "BN": 32}, 90)
+    assert compiled.asm["ptx"].count(_FENCE) == 2
+    assert compiled.metadata.global_scratch_size == 128
+    assert "tensormap_at(" in compiled.asm["cuda"] or "tensormap_at" in _gpu_ir(compiled)
 
 
 def test_each_made_descriptor_gets_its_own_map(monkeypatch):
@@ -232,6 +254,17 @@ def test_matmul_through_kernel_made_maps(on_the_gpu):
     matmul_device[grid](a, b, c, M, N, K, 128, 128, 64)
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
     assert [call[:2] for call in on_the_gpu.calls] == [(grid[0] * grid[1] * 384, 128)]
+
+
+@pytest.mark.gpu
+def test_a_descriptor_carried_through_a_loop(on_the_gpu):
+    M, N = 64, 256
+    a, b = torch.randn((M, N), device="cuda"), torch.randn((M, N), device="cuda")
+    expected_a, expected_b = a + 1, b + 2
+    carried[(M // 8,)](a, b, M, N, 8, 32)
+    torch.testing.assert_close(a, expected_a, rtol=0, atol=0)
+    torch.testing.assert_close(b, expected_b, rtol=0, atol=0)
+    assert [call[:2] for call in on_the_gpu.calls] == [(M // 8 * 128, 128)]
 
 
 @pytest.mark.gpu

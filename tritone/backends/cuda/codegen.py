@@ -136,6 +136,11 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     if fn.attrs.get("tensormaps"):
         # per appended tensor map argument, the index of its host descriptor's argument
         metadata["tensormaps"] = [int(index) for index in fn.attrs["tensormaps"]]
+        boxes = fn.attrs.get("tensormap_boxes") or {}
+        if boxes:
+            # per map, () or the [box, swizzle] the pipeline asked of its copies
+            metadata["tensormap_boxes"] = [list(boxes[n]) if n in boxes else []
+                                           for n in range(len(fn.attrs["tensormaps"]))]
     if em.memo.get("arch_suffix"):
         # instructions of the architecture-specific target (wgmma: sm_90a)
         metadata["arch_suffix"] = em.memo["arch_suffix"]

@@ -42,6 +42,7 @@ from .codegen_base import (
     SCRATCH_ALIGNMENT,
     CodegenError,
     Emitter,
+    bits_expr,
     emits,
     linear_index_expr,
     needs_scratch,
@@ -265,12 +266,15 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     linear = em.linear(value)
     shape, box = tuple(value.type.shape), box_shape(tensormap)
     eb = value.type.scalar.itemsize
-    width = _vector_width(linear, row_major_strides(box), 0, eb)
-    for reg in _unique_registers(linear):
-        if reg % width == 0:
-            coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
-            _copy(em, f"tt_buf[{_staging_index(coords, shape, box)}]", f"{em.name(value)}[{reg}]", width * eb,
-                  width == 1)
+    if _stmatrix_fits(linear, eb, box):
+        _write_tile_by_stmatrix(em, linear, em.name(value), shape, box)
+    else:
+        width = _vector_width(linear, row_major_strides(box), 0, eb)
+        for reg in _unique_registers(linear):
+            if reg % width == 0:
+                coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
+                _copy(em, f"tt_buf[{_staging_index(coords, shape, box)}]", f"{em.name(value)}[{reg}]", width * eb,
+                      width == 1)
     em.line("tt_fence_proxy_async();")  # the copy engine reads what these threads wrote
     em.barrier()
     em.open("if (threadIdx.x == 0)")
@@ -281,12 +285,72 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     em.close()
 
 
+# the 8x8 matrix of 16-bit elements `stmatrix` stores from a warp (PTX_FACTS: the fragment
+# `ldmatrix` loads): register bit 0 the next column, lane bits 0-1 columns 2 and 4, lane
+# bits 2-4 rows 1, 2 and 4
+_STMATRIX_REGISTER = (0, 1)
+_STMATRIX_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))
+
+
+def _stmatrix_fits(linear, eb: int, box: tuple[int, ...]) -> bool:
+    """Whether a 2-D block of 16-bit elements in `linear` (an mma or wgmma result,
+    say) is written to its staged tile by `stmatrix.x4`: each thread's register
+    pairs and its lanes form 8x8 matrices, four per instruction (register bits 1
+    and 2), no two lanes or registers holding the same element, and a matrix row
+    (16 bytes) contiguous in the tile."""
+    if eb != 2 or linear.rank != 2 or len(linear.registers) < 3 or box[1] < 8:
+        return False
+    if tuple(linear.registers[0]) != _STMATRIX_REGISTER or tuple(map(tuple, linear.lanes)) != _STMATRIX_LANES:
+        return False
+    return all(any(basis) for basis in linear.registers)
+
+
+def _write_tile_by_stmatrix(em: Emitter, linear, values: str, shape: tuple[int, ...], box: tuple[int, ...]) -> None:
+    """`values` into the staged tile `tt_buf`, four 8x8 matrices per `stmatrix`:
+    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2)."""
+    em.declare_once(
+        "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
+        "unsigned d) {\n"
+        '  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" '
+        ':: "r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");\n}')
+    rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
+    for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
+        parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
+                 bits_expr([linear.registers[1][dim], linear.registers[2][dim]], "(tt_lane >> 3)"), own]
+        em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
+    for first in range(0, linear.num_registers, 8):
+        origin = linear.register_coords(first)
+        coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
+        em.open()
+        em.line("unsigned tt_m[4];")
+        em.line(f"memcpy(tt_m, &{values}[{first}], 16);")
+        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{_staging_index(coords, shape, box)}]), "
+                "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
+        em.close()
+
+
 @needs_scratch("tensormap_create")
 def tensormap_create_scratch_bytes(op: Operation) -> int:
     return _TENSORMAP_BYTES
 
 
 SCRATCH_ALIGNMENT["tensormap_create"] = _TENSORMAP_BYTES
+
+
+def _define_scratch_map(em: Emitter, op: Operation) -> str:
+    """`const tt_tensormap*` to the map at the op's `global_offset` in this block's global scratch."""
+    em.declare_once(_TENSORMAP_STRUCT)
+    name = em.new_name(op.results[0], "map")
+    size = int(em.fn.attrs["global_scratch_size"])
+    block_index = "(unsigned long long)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))"
+    em.line(f"const tt_tensormap* {name} = reinterpret_cast<const tt_tensormap*>({GLOBAL_SCRATCH} + "
+            f"{block_index} * {size}u + {int(op.attrs['global_offset'])}u);")
+    return name
+
+
+@emits("tensormap_at")
+def emit_tensormap_at(em: Emitter, op: Operation) -> None:
+    _define_scratch_map(em, op)
 
 
 def _element_type_code(tensormap: tensormap_type) -> int:
@@ -312,7 +376,6 @@ def emit_tensormap_create(em: Emitter, op: Operation) -> None:
     strides = [em.name(v) for v in op.operands[1 + rank:]]
     block = tuple(op.attrs.get("box") or box_shape(tensormap))
     itemsize = tensormap.element_ty.itemsize
-    size = int(em.fn.attrs["global_scratch_size"])
     fill = _FILL_NAN if op.attrs["padding"] == "nan" and element_key(tensormap) not in SOFTWARE_NAN_FILL \
         else _FILL_ZERO
     if em.scratch_base % _TENSORMAP_BYTES:
@@ -321,10 +384,7 @@ def emit_tensormap_create(em: Emitter, op: Operation) -> None:
     em.declare_once(_TENSORMAP_STRUCT)
     em.declare_once(_MBARRIER_HELPERS)
     em.memo["arch_suffix"] = "a"  # tensormap.replace is an sm_90a instruction
-    name = em.new_name(op.results[0], "map")
-    block_index = "(unsigned long long)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))"
-    em.line(f"const tt_tensormap* {name} = reinterpret_cast<const tt_tensormap*>({GLOBAL_SCRATCH} + "
-            f"{block_index} * {size}u + {int(op.attrs['global_offset'])}u);")
+    name = _define_scratch_map(em, op)
     em.barrier()  # earlier users of the shared bytes are done with them
     em.open()
     em.line(f"unsigned* tt_map = {em.scratch('unsigned', 0, _TENSORMAP_BYTES)};")
@@ -418,7 +478,7 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
     rank = tensormap.type.rank
     offsets = [em.name(v) for v in op.operands[4:4 + rank]]
     in_range = em.name(op.operands[4 + rank])
-    box_rows, box_columns = op.operands[3].defining_op.attrs["box"]
+    box_rows, box_columns = op.attrs["box"]
     rows, width = buffer.type.shape[1:]
     eb = buffer.type.scalar.itemsize
     stage_bytes = rows * width * eb

@@ -190,6 +190,9 @@ class LaunchSpec:
     """The size of each run-time parameter in the kernel's C signature, when the
     code generator reported it: checked against what the launcher writes."""
     tensormaps: tuple[int, ...] = ()
+    tensormap_boxes: tuple[tuple, ...] = ()
+    """Per tensor map in `tensormaps`, () or the (box, swizzle bytes) its copies
+    need in place of the block and no swizzle (a pipelined dot tile's)."""
     """Host descriptors the kernel reads or writes with TMA: for each tensor map
     the kernel takes after all other arguments, in order, the index among the
     other run-time parameters of its descriptor (its base address)."""
@@ -256,6 +259,8 @@ class LaunchSpec:
                    launch_cooperative_grid=bool(field("launch_cooperative_grid", False)),
                    argument_bytes=None if described is None else tuple(int(p[2]) for p in described),
                    tensormaps=tuple(int(i) for i in field("tensormaps", None) or ()),
+                   tensormap_boxes=tuple((tuple(entry[0]), int(entry[1])) if entry else ()
+                                         for entry in field("tensormap_boxes", None) or ()),
                    global_scratch_size=int(field("global_scratch_size", 0) or 0),
                    global_scratch_align=int(field("global_scratch_align", 1) or 1))
 
@@ -491,8 +496,8 @@ class LaunchPlan:
             raise TritonError(f"kernel {spec.name}: global scratch memory of {spec.global_scratch_size} bytes "
                               f"aligned to {spec.global_scratch_align}")
         self.storage, converters = _allocate_storage(spec)
-        # one per descriptor type: descriptors of one type share their encoded maps
-        self._encoders: dict[str, TensorMapEncoder] = {}
+        # one per descriptor type and box: descriptors of one type share their encoded maps
+        self._encoders: dict[tuple, TensorMapEncoder] = {}
         for slot, param in enumerate(spec.runtime_parameters):
             if param.is_tensormap:
                 converters[f"v{slot}"] = self._tensormap_writer(slot, param)
@@ -746,12 +751,15 @@ class LaunchPlan:
         encoded from the descriptor's base address (as written into its own slot
         just before), shape, strides and padding, once per distinct such tuple."""
         spec = self.spec
-        base_slot = spec.tensormaps[slot - (len(spec.runtime_parameters) - len(spec.tensormaps))]
-        base = self.storage[base_slot]
-        encoder = self._encoders.get(param.type)
+        number = slot - (len(spec.runtime_parameters) - len(spec.tensormaps))
+        base = self.storage[spec.tensormaps[number]]
+        box, swizzle = (spec.tensormap_boxes[number] or (None, 0)) if number < len(spec.tensormap_boxes) \
+            else (None, 0)
+        key = (param.type, box, swizzle)
+        encoder = self._encoders.get(key)
         if encoder is None:
             desc_type = parse_type("tensordesc<" + param.type[len("tensormap<"):])
-            encoder = self._encoders[param.type] = TensorMapEncoder(self.driver, desc_type)
+            encoder = self._encoders[key] = TensorMapEncoder(self.driver, desc_type, box, swizzle)
         address = ctypes.addressof(self.storage[slot])
         memmove = ctypes.memmove
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
 from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
-from tritone.ir.types import block_type, int1, int32
+from tritone.ir.types import block_type, int1, int32, tensormap_type
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
 from ...ir.types import int64
@@ -94,6 +94,7 @@ class _Chain:
     load: Operation
     permute: Operation | None
     alloc: Operation
+    box: tuple[int, int] | None = None  # a TMA copy's box (rows, columns), once chosen
 
     @property
     def load_layout(self) -> SwizzledSharedLayout:
@@ -152,11 +153,13 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     None where the copy engine cannot: a tile layout other than a 2-D
     `NvmmaSharedLayout` whose contiguous dim is the tensor's, or a swizzle other
     than TMA's; a tensor map the kernel does not encode itself, or that other ops
-    read; a load that pads fp8 with NaN itself."""
+    read; a load that pads fp8 with NaN itself. The map is the kernel's own
+    (`tensormap_create`) or a host descriptor's argument, which the launcher
+    encodes with that box (the kernel attribute `tensormap_boxes`)."""
     load = chain.load
     tensormap = load.operands[0]
     make = tensormap.defining_op
-    if make is None or make.name != "tensormap_create" or len(users.get(tensormap, [])) != 1:
+    if make is not None and make.name != "tensormap_create" or len(users.get(tensormap, [])) != 1:
         return None
     if len(load.operands) != 1 + tensormap.type.rank or tensormap.type.rank != 2:
         return None
@@ -360,7 +363,7 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
         b.op("mbarrier_arrive", [barriers, slot, in_range], bytes=nbytes)
         for chain, buffer in zip(chains, buffers):
             operands = [mapping.get(v, v) for v in chain.load.operands]
-            b.op("tma_copy", [buffer, slot, barriers, *operands, in_range])
+            b.op("tma_copy", [buffer, slot, barriers, *operands, in_range], box=chain.box)
         return
     for chain, buffer in zip(chains, buffers):
         load = chain.load
@@ -389,9 +392,17 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     b = _Builder(parent, loop, loop.loc)
     barriers = None
     if chains[0].load.name == "tma_load":
+        host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
         for chain in chains:
             rows, columns, swizzle = tma_box(chain, users)
-            chain.load.operands[0].defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
+            chain.box = (rows, columns)
+            tensormap = chain.load.operands[0]
+            if tensormap.defining_op is not None:
+                tensormap.defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
+            else:
+                boxes = dict(fn.attrs.get("tensormap_boxes") or {})
+                boxes[host_maps.index(tensormap)] = ((rows, columns), swizzle)
+                fn.attrs["tensormap_boxes"] = boxes
         barriers = b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
         b.op("mbarrier_init", [barriers])
     buffers = []

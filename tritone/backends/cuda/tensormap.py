@@ -61,6 +61,10 @@ DATA_TYPES: dict[str, TensorMapDataType] = {
 SOFTWARE_NAN_FILL = frozenset({"fp8e4nv", "fp8e5"})
 
 
+_SWIZZLES = {0: TensorMapSwizzle.NONE, 32: TensorMapSwizzle.B32, 64: TensorMapSwizzle.B64,
+             128: TensorMapSwizzle.B128}
+
+
 def element_key(desc_type: tensordesc_type) -> str:
     return type_text(desc_type.element_ty)
 
@@ -102,13 +106,15 @@ def tile_bytes(desc_type: Any) -> int:
 
 
 def encoding(desc_type: tensordesc_type, address: int, shape: list[int], strides: list[int],
-             nan_padding: bool) -> TensorMapEncoding:
+             nan_padding: bool, box: tuple[int, ...] | None = None, swizzle: int = 0) -> TensorMapEncoding:
     """The `cuTensorMapEncodeTiled` arguments of a descriptor of `desc_type` over
     the tensor at `address` of `shape` and `strides` (in elements, outermost
     first, as `TensorDescriptor` holds them): dims reversed (innermost first),
-    strides in bytes, the box `box_shape`, no swizzle (the kernel reads the
-    tile row-major, box by box), 128-byte L2 promotion, and NaN filling where the copy
-    engine does it."""
+    strides in bytes, the box `box_shape` and no swizzle (the kernel reads the
+    tile row-major, box by box) unless the kernel asked for a `box` (outermost
+    first) and `swizzle` (bytes: 32, 64 or 128) of its own (a pipelined dot
+    tile's swizzle column), 128-byte L2 promotion, and NaN filling where the
+    copy engine does it."""
     element = element_key(desc_type)
     itemsize = desc_type.element_ty.itemsize
     rank = desc_type.rank
@@ -119,22 +125,25 @@ def encoding(desc_type: tensordesc_type, address: int, shape: list[int], strides
         data_type=DATA_TYPES[element], address=address,
         dims=tuple(int(shape[d]) for d in reversed(range(rank))),
         strides=tuple(int(strides[d]) * itemsize for d in reversed(range(rank - 1))),
-        box=tuple(reversed(box_shape(desc_type))),
-        element_strides=(1,) * rank, swizzle=TensorMapSwizzle.NONE,
+        box=tuple(reversed(tuple(box) if box else box_shape(desc_type))),
+        element_strides=(1,) * rank, swizzle=_SWIZZLES[swizzle],
         l2_promotion=TensorMapL2Promotion.L2_128B, oob_fill=fill)
 
 
 class TensorMapEncoder:
-    """The tensor maps of one kernel parameter of `desc_type`, encoded by
+    """The tensor maps of one kernel parameter of `desc_type` (copied in `box`es
+    with `swizzle` where the kernel asked for them), encoded by
     `driver` once per distinct (address, shape, strides, padding) and kept:
     a launch with a descriptor seen before copies 128 cached bytes."""
 
     # Bounds the memory a long run with ever new tensors keeps.
     MAX_ENTRIES = 1024
 
-    def __init__(self, driver: CudaDriver, desc_type: tensordesc_type):
+    def __init__(self, driver: CudaDriver, desc_type: tensordesc_type, box: tuple[int, ...] | None = None,
+                 swizzle: int = 0):
         self.driver = driver
         self.desc_type = desc_type
+        self.box, self.swizzle = box, swizzle
         self.maps: dict[tuple, bytes] = {}
 
     def __call__(self, address: int, shape: Any, strides: Any, padding: str) -> bytes:
@@ -142,7 +151,8 @@ class TensorMapEncoder:
         found = self.maps.get(key)
         if found is None:
             found = self.driver.tensor_map_encode_tiled(
-                encoding(self.desc_type, address, list(shape), list(strides), padding == "nan"))
+                encoding(self.desc_type, address, list(shape), list(strides), padding == "nan", self.box,
+                         self.swizzle))
             if len(self.maps) >= self.MAX_ENTRIES:
                 self.maps.clear()
             self.maps[key] = found

@@ -1,7 +1,9 @@
 """TMA for tensor descriptors on sm_90+: the GPU pass that runs before
 `passes/lower_descriptors.py`.
 
-Host descriptors (with TRITONE_TMA=1, `knobs.nvidia.tma` true). For each
+Unless TRITONE_TMA=0 (`knobs.nvidia.tma` false), as Triton does.
+
+Host descriptors. For each
 host `TensorDescriptor` argument of the kernel whose block the copy engine
 can move (`tensormap.tma_unsupported_reason`), the `descriptor_load` and
 `descriptor_store` ops on the argument itself become `tma_load` and
@@ -13,12 +15,14 @@ arguments (their `arg_attrs`) as they were. The function attribute
 descriptor argument it belongs to; `pointer_descriptors` maps the index of
 each host descriptor left to pointer code to the reason.
 
-Device descriptors (unless `knobs.nvidia.tma` is false, as Triton always
-does). A `make_tensor_descriptor` whose every use is a `descriptor_load` or
+Device descriptors. A `make_tensor_descriptor` whose every use is a `descriptor_load` or
 `descriptor_store` of a block the copy engine can move gets a
 `tensormap_create` right after it: the kernel encodes the tensor map itself
 into 128 bytes of the program's global scratch memory (`global_offset`
 within it), which the launcher asks `triton.set_allocator`'s allocator for.
+A descriptor carried through loops or branches (its makes, loop-carried
+values and branch results: one web) gets one such slot, which every make of
+it writes and whose loads and stores read it through `tensormap_at`.
 The kernel attribute `global_scratch_size` is the bytes per program (times
 `num_ctas`, as Triton asks the allocator for). Its
 loads and stores become `tma_load` and `tma_store` on that map, as above.
@@ -58,20 +62,18 @@ TENSORMAP_SCRATCH_BYTES = 128
 def run(module: Module, ctx: PassContext) -> None:
     """Rewrite the descriptor loads and stores of `module`'s kernel as TMA copies
     when the target (`ctx.options["target"]`) is sm_90 or newer: those of host
-    descriptors when `ctx.options["tma"]` (`knobs.nvidia.tma`) is true, those of
-    descriptors made in the kernel unless it is false."""
+    and made descriptors alike, unless `ctx.options["tma"]` (`knobs.nvidia.tma`,
+    TRITONE_TMA=0) is false."""
     options = getattr(ctx, "options", None) or {}
     if int(options.get("target", 0)) < TMA_MIN_ARCH:
         return
     fn = module.kernel
     if not fn.attrs.get("kernel"):
         return
-    choice = options.get("tma")
-    facts = None
-    if choice:
-        facts = _rewrite_host_descriptors(fn)
-    if choice is not False:
-        _rewrite_device_descriptors(fn, facts, int(options.get("num_ctas", 1) or 1))
+    if options.get("tma", True) is False:
+        return
+    facts = _rewrite_host_descriptors(fn)
+    _rewrite_device_descriptors(fn, facts, int(options.get("num_ctas", 1) or 1))
 
 
 def _rewrite_host_descriptors(fn: Function) -> AxisInfoMap | None:
@@ -106,41 +108,117 @@ def _rewrite_host_descriptors(fn: Function) -> AxisInfoMap | None:
 
 
 def _rewrite_device_descriptors(fn: Function, facts: AxisInfoMap | None, num_ctas: int) -> None:
-    """Give each `make_tensor_descriptor` whose uses are all loads and stores of
-    blocks TMA can move a tensor map encoded by the kernel, and those ops TMA.
+    """Give the descriptors made in the kernel whose uses are all loads and stores
+    of blocks TMA can move a tensor map encoded by the kernel, and those ops TMA.
     A program's scratch is `num_ctas` times its maps' bytes: Triton gives each
     block of a cluster its own, and the allocator is asked for as much (tritone
     runs a program as one block)."""
-    makes = [op for op in fn.walk() if op.name == "make_tensor_descriptor"]
-    if not makes:
+    webs = _descriptor_webs(fn)
+    if not webs:
         return
-    users: dict[Value, list[Operation]] = {}
-    for op in fn.walk():
-        for value in op.operands:
-            users.setdefault(value, []).append(op)
     offset = int(fn.attrs.get("global_scratch_size", 0))
-    for make in makes:
-        desc = make.results[0]
-        accesses = users.get(desc, [])
-        if not accesses or tma_unsupported_reason(desc.type) is not None:
-            continue
-        if any(op.name not in _TMA_ACCESSES or op.operands.index(desc) != 0 for op in accesses):
-            continue
+    for makes, accesses in webs:
         if facts is None:
             facts = analyze(fn)
-        builder = Builder()
-        builder.set_insertion_point(make.parent, make.parent.ops.index(make) + 1)
-        builder.loc = make.loc
-        hint = f"{desc.name_hint}_tensormap" if desc.name_hint else None
-        tensormap = builder.create_value("tensormap_create", list(make.operands), tensormap_type(desc.type.block),
-                                         {"global_offset": offset, "padding": make.attrs["padding"]})
-        if hint:
-            tensormap.name_hint = hint
+        desc_type = makes[0].results[0].type
+        maps = []
+        for make in makes:
+            builder = Builder()
+            builder.set_insertion_point(make.parent, make.parent.ops.index(make) + 1)
+            builder.loc = make.loc
+            maps.append(builder.create_value("tensormap_create", list(make.operands), tensormap_type(desc_type.block),
+                                             {"global_offset": offset, "padding": make.attrs["padding"]}))
+            hint = make.results[0].name_hint
+            if hint:
+                maps[-1].name_hint = f"{hint}_tensormap"
+        if len(makes) == 1 and all(op.operands[0] is makes[0].results[0] for op in accesses):
+            tensormap = maps[0]
+        else:
+            # carried through loops or branches: every make writes the same bytes, read
+            # where they are at each access (the last one made before it)
+            builder = Builder()
+            builder.set_insertion_point(fn.body, 0)
+            tensormap = builder.create_value("tensormap_at", [], tensormap_type(desc_type.block),
+                                             {"global_offset": offset})
         offset += TENSORMAP_SCRATCH_BYTES
         for op in accesses:
-            _rewrite(op, tensormap, desc.type, facts)
+            _rewrite(op, tensormap, desc_type, facts)
     if offset:
         fn.attrs["global_scratch_size"] = offset * num_ctas
+
+
+def _descriptor_webs(fn: Function) -> list[tuple[list[Operation], list[Operation]]]:
+    """The descriptors made in `fn` that TMA can serve, as webs: the values one
+    descriptor flows through (a `make_tensor_descriptor`, loop-carried values,
+    branch results) with the makes that start them and the loads and stores that
+    read them. A web is left out when a value of it comes from elsewhere (a
+    host descriptor, a call) or goes elsewhere (an atomic, a gather, a call)."""
+    parent: dict[Value, Value] = {}
+
+    def find(v: Value) -> Value:
+        while parent.get(v, v) is not v:
+            parent[v] = parent.get(parent[v], parent[v])
+            v = parent[v]
+        return v
+
+    def join(a: Value, b: Value) -> None:
+        if isinstance(a.type, tensordesc_type) and isinstance(b.type, tensordesc_type):
+            parent[find(a)] = find(b)
+
+    structural: set[int] = set()  # (id of op): ops whose descriptor operands only link values
+    for op in fn.walk():
+        if op.name == "for":
+            body = op.regions[0]
+            for i, init in enumerate(op.operands[3:]):
+                join(init, body.args[1 + i])
+                join(body.args[1 + i], op.results[i])
+                join(body.args[1 + i], body.terminator.operands[i])
+        elif op.name == "if":
+            for region in op.regions:
+                if region.ops and region.terminator.name == "yield":
+                    for i, v in enumerate(region.terminator.operands):
+                        join(v, op.results[i])
+        elif op.name == "while":
+            before, after = op.regions
+            for i, init in enumerate(op.operands):
+                join(init, before.args[i])
+                join(after.terminator.operands[i], before.args[i])
+            for i, v in enumerate(before.terminator.operands[1:]):
+                join(v, after.args[i])
+                join(v, op.results[i])
+        else:
+            continue
+        structural.add(id(op))
+    webs: dict[Value, tuple[list[Operation], list[Operation]]] = {}
+    refused: set[Value] = set()
+    for op in fn.walk():
+        if op.name == "make_tensor_descriptor":
+            webs.setdefault(find(op.results[0]), ([], []))[0].append(op)
+            continue
+        for index, v in enumerate(op.operands):
+            if not isinstance(v.type, tensordesc_type):
+                continue
+            root = find(v)
+            if op.name in _TMA_ACCESSES and index == 0:
+                webs.setdefault(root, ([], []))[1].append(op)
+            elif op.name not in ("yield", "condition") and id(op) not in structural:
+                refused.add(root)
+    for arg in fn.args:
+        if isinstance(arg.type, tensordesc_type):
+            refused.add(find(arg))
+    for region_op in fn.walk():
+        for region in region_op.regions:
+            for arg in region.args:
+                if isinstance(arg.type, tensordesc_type) and region_op.name not in ("for", "while"):
+                    refused.add(find(arg))
+    for op in fn.walk():  # results of ops that are neither makes nor control flow (calls)
+        if op.name not in ("make_tensor_descriptor", "for", "if", "while"):
+            for r in op.results:
+                if isinstance(r.type, tensordesc_type):
+                    refused.add(find(r))
+    return [(makes, accesses) for root, (makes, accesses) in webs.items()
+            if makes and accesses and root not in refused
+            and tma_unsupported_reason(makes[0].results[0].type) is None]
 
 
 def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type, facts: AxisInfoMap) -> None:
