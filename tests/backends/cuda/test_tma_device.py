@@ -80,7 +80,7 @@ def carried(a_ptr, b_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
         if i == N:
             desc = tl.make_tensor_descriptor(b_ptr, [M, N], [N, 1], [BM, BN])
         column = i % N
-        desc.store([pid * BM, column], desc.load([pid * BM, column]) + 1 + (i >= N))
+        desc.store([pid * BM, column], desc.load([pid * BM, column]) + (1 + (i >= N)))
 
 
 @triton.jit
