@@ -286,3 +286,21 @@ def test_red_atomics_add_up_in_the_interpreter_and_on_the_gpu(device):
     torch.testing.assert_close(moved[4].cpu().double(), expected16, rtol=1e-2, atol=2e-2)
     torch.testing.assert_close(moved[5].cpu().double(), expectedb, rtol=4e-2, atol=1e-1)
     assert torch.equal(moved[7].cpu(), expectedi)
+
+
+@triton.jit
+def _unread_cas(X, SEM: tl.constexpr, DTYPE: tl.constexpr):
+    offsets = tl.program_id(0) * 64 + tl.arange(0, 64)
+    tl.atomic_cas(X + offsets, tl.full((64,), 0, DTYPE), tl.full((64,), 2, DTYPE), sem=SEM)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("element, dtype", [("bf16", tl.bfloat16), ("fp32", tl.float32), ("i64", tl.int64)])
+@pytest.mark.parametrize("sem", ["relaxed", "release", "acq_rel"])
+def test_a_cas_whose_old_value_nobody_reads_stays_a_cas(arch, element, dtype, sem):
+    # `red` (what other atomics with unread results become) has no compare-and-swap
+    kernel = triton.compile(ASTSource(_unread_cas, {"X": f"*{element}"}, {"SEM": sem, "DTYPE": dtype}),
+                            target=GPUTarget("cuda", arch, 32))
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"atom\.global\.[\w.]*cas\.b(16|32|64)", ptx)
+    assert "red." not in ptx

@@ -528,8 +528,10 @@ def _emit_reductions(em: Emitter, op: Operation, linear: LinearLayout, owner: st
     atomic on its own). False, emitting nothing, where the op needs `atom` or a CAS loop."""
     ty = op.results[0].type.scalar
     prefix = _reduction_prefix(em, op)
+    if prefix is None:  # atomic_cas among them: `red` has no compare-and-swap
+        return False
     kind = op.attrs["kind"]
-    if prefix is None or (ty.is_floating() and kind != "add"):
+    if ty.is_floating() and kind != "add":
         return False
     native = _atomic_instruction(em, kind, ty, prefix)
     if native is None:
