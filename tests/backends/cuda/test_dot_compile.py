@@ -608,3 +608,27 @@ def test_acc_plus_dot_accumulates_in_place_on_tensor_cores(arch):
     assert not [op for op in loop.regions[0].ops if op.name == "add" and op.results[0].type == dots[0].results[0].type]
     if arch == 90:
         assert dots[0].attrs.get("implementation") == "wgmma" and dots[0].attrs.get("in_flight") == 1
+
+
+@triton.jit
+def indirect_rows_kernel(out_ptr, a_ptr, b_ptr, index_ptr, K, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+    """out = b[index].T @ a[index]: the tiles' rows come from indices loaded in the loop."""
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(0, K, BK):
+        rows = tl.load(index_ptr + k + tl.arange(0, BK))
+        a = tl.load(a_ptr + rows[:, None] * BN + tl.arange(0, BN)[None, :])
+        b = tl.load(b_ptr + rows[:, None] * BM + tl.arange(0, BM)[None, :])
+        acc = tl.dot(b.T, a, acc)
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+
+@pytest.mark.parametrize("stages, slots", [(3, 3), (5, 3)])
+def test_indirect_tiles_share_their_stages_where_they_would_not_fit(stages, slots):
+    # 128x128 bf16 tiles, 64 KB a stage, on sm_90 (227 KB): 5 stages would be 4 ahead and one
+    # in flight, 320 KB; the index loads take half the stages ahead, as in Triton: 2 ahead
+    signature = {"out_ptr": "*fp32", "a_ptr": "*bf16", "b_ptr": "*bf16", "index_ptr": "*i64", "K": "i32"}
+    module = ir_module(indirect_rows_kernel, signature, {"BM": 128, "BK": 128, "BN": 128}, 90, num_stages=stages)
+    _, _, metadata = generate_cuda(module, 90)
+    buffers = [op for op in module.kernel.walk() if op.name == "local_buffer"]
+    assert [op.results[0].type.shape[0] for op in buffers] == [slots, slots]
+    assert metadata["shared"] <= 232448

@@ -88,7 +88,8 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
                                      enable_reflect_ftz=bool(_option(options, "enable_reflect_ftz", True)))
     verify = knobs.verify_each_pass()
     run_pipeline(module, {"num_warps": num_warps, "target": target, "tma": knobs.nvidia.tma,
-                          "num_ctas": int(_option(options, "num_ctas", 1) or 1)}, passes=GPU_PASSES,
+                          "num_ctas": int(_option(options, "num_ctas", 1) or 1),
+                          "max_shared": max_shared_memory(target)}, passes=GPU_PASSES,
                  dump=dump_ir, verify=verify)
     if verify:
         for fn in module.functions.values():

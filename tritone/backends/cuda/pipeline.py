@@ -84,7 +84,7 @@ def run(module: Module, ctx=None) -> None:
             continue
         infos = analyze(fn)
         for loop, stages in loops:
-            pipeline_loop(fn, loop, stages, infos)
+            pipeline_loop(fn, loop, stages, infos, options.get("max_shared"))
 
 
 @dataclass
@@ -282,8 +282,13 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
     return found
 
 
-def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap) -> bool:
-    """Pipeline `loop` over `stages` buffers if it can be done exactly; whether it was."""
+def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap,
+                  shared_limit: int | None = None) -> bool:
+    """Pipeline `loop` over `stages` buffers if it can be done exactly; whether it was.
+    Where the tiles' addresses come from loads of the loop (indirect loads) and that
+    many stages of tiles would not fit in `shared_limit` bytes, the stages are
+    shared among the levels of loads as Triton shares them: (stages - 1) // (levels
+    + 1) trips ahead."""
     body = loop.regions[0]
     users = _users(fn.body)
     chains = _find_chains(body, users, infos)
@@ -318,8 +323,20 @@ def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap
             return False
     if any(users.get(loop.results[i]) for i in ahead):
         return False
-    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users)
+    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users, shared_limit)
     return True
+
+
+def _indirection_levels(slice_ops: list[Operation]) -> int:
+    """The longest chain of loads, one feeding the next's address, among the producer
+    slice's loads (0: the tiles' addresses come from no load of the loop)."""
+    in_slice = {id(op): op for op in slice_ops}
+    depth: dict[int, int] = {}
+    for op in slice_ops:  # in order: operands first
+        below = max((depth.get(id(v.defining_op), 0) for v in op.operands
+                     if v.defining_op is not None and id(v.defining_op) in in_slice), default=0)
+        depth[id(op)] = below + (1 if _is_plain_load(op) else 0)
+    return max(depth.values(), default=0)
 
 
 class _Builder:
@@ -379,7 +396,8 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
 
 
 def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], slice_ops: list[Operation],
-             ahead: set[int], needed: set[int], users: dict[Value, list[Operation]]) -> None:
+             ahead: set[int], needed: set[int], users: dict[Value, list[Operation]],
+             shared_limit: int | None) -> None:
     body = loop.regions[0]
     parent = loop.parent
     lb, ub, step = loop.operands[:3]
@@ -388,6 +406,10 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     # wgmma dots left in flight read their stage during the next trip too: one
     # more stage, and each trip's copies go to the stage the trip before read
     in_flight = _in_flight_dots(body, users, chains)
+    stage_bytes = sum(tile_bytes(chain.load.results[0].type) for chain in chains)
+    levels = _indirection_levels(slice_ops)
+    if shared_limit and levels and (prefetch + (1 if in_flight else 0)) * stage_bytes > shared_limit:
+        prefetch = max(1, prefetch // (levels + 1))
     slots = prefetch + (1 if in_flight else 0)
     b = _Builder(parent, loop, loop.loc)
     barriers = None
