@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tritone"
 # `tritone/__init__.py` defines before it imports anything.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("tritone.<version>", "tritone.errors", "tritone.knobs", "tritone.platform", "tritone.tensors",
-              "tritone.runtime.cache")),
+              "tritone.runtime.cache", "tritone.runtime._allocation")),
     ("ir", ("tritone.ir",)),
     ("language", ("tritone.language", "tritone.tools.tensor_descriptor")),
     ("frontend", ("tritone.frontend",)),
