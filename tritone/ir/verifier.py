@@ -36,7 +36,7 @@ from .ops import (
     YIELD_PARENTS,
 )
 from .printer import print_op
-from .types import block_type, dtype, int1, int32, int64, tensordesc_type, tensormap_type, type_text
+from .types import block_type, dtype, int1, int32, int64, pointer_type, tensordesc_type, tensormap_type, type_text
 
 
 class IRVerificationError(TritonError):
@@ -390,30 +390,27 @@ def _check_descriptor_part(op: Operation, extra: int, then: int) -> tensordesc_t
     return desc
 
 
-def _check_make_tensor_descriptor(op: Operation) -> None:
-    desc = op.results[0].type
-    if not isinstance(desc, tensordesc_type):
-        _fail(f"the result must be a tensor descriptor, got {_t(desc)}")
-    rank = desc.rank
+def _check_made_of_a_tensor(op: Operation, kind: type, what: str) -> dtype:
+    """make_tensor_descriptor and tensormap_create: a result of `kind` (`what`) made
+    of the tensor's base, shape (i32 each) and strides (i64 each)."""
+    made = op.results[0].type
+    if not isinstance(made, kind):
+        _fail(f"the result must be a {what}, got {_t(made)}")
+    rank = made.rank
     if len(op.operands) != 1 + 2 * rank:
-        _fail(f"a rank-{rank} descriptor is made of {1 + 2 * rank} operands, got {len(op.operands)}")
-    _expect_type("the base", op.operands[0].type, desc.base_ty)
+        _fail(f"a rank-{rank} {what} is made of {1 + 2 * rank} operands, got {len(op.operands)}")
+    _expect_type("the base", op.operands[0].type, pointer_type(made.element_ty))
     _expect_types("the shape", _types(op.operands[1:1 + rank]), [int32] * rank)
     _expect_types("the strides", _types(op.operands[1 + rank:]), [int64] * rank)
+    return made
+
+
+def _check_make_tensor_descriptor(op: Operation) -> None:
+    _check_made_of_a_tensor(op, tensordesc_type, "descriptor")
 
 
 def _check_tensormap_create(op: Operation) -> None:
-    tensormap = op.results[0].type
-    if not isinstance(tensormap, tensormap_type):
-        _fail(f"the result must be a tensor map, got {_t(tensormap)}")
-    rank = tensormap.rank
-    if len(op.operands) != 1 + 2 * rank:
-        _fail(f"a rank-{rank} tensor map is made of {1 + 2 * rank} operands, got {len(op.operands)}")
-    base = op.operands[0].type
-    if not (base.is_ptr() and not base.is_block() and base.element_ty == tensormap.element_ty):
-        _fail(f"the base must be a pointer to {_t(tensormap.element_ty)}, got {_t(base)}")
-    _expect_types("the shape", _types(op.operands[1:1 + rank]), [int32] * rank)
-    _expect_types("the strides", _types(op.operands[1 + rank:]), [int64] * rank)
+    _check_made_of_a_tensor(op, tensormap_type, "tensor map")
     if int(op.attrs["global_offset"]) % 128:
         _fail(f"global_offset {op.attrs['global_offset']} is not a multiple of 128 bytes")
 

@@ -17,6 +17,7 @@ import re
 
 import pytest
 import torch
+from test_tma import copy_2d
 
 import tritone as triton
 import tritone.language as tl
@@ -28,20 +29,13 @@ from tritone.ir import parse_module, print_module
 
 @triton.jit
 def copy_2d_device(src_ptr, dst_ptr, out, M, N, BM: tl.constexpr, BN: tl.constexpr, NAN: tl.constexpr):
-    """Block (pm, pn) of `src`, shifted up-left by half a block: into `out`
-    (where the padding shows) and through a store back where it came from."""
+    """test_tma's `copy_2d` (blocks shifted by half a block, into `out` and back
+    through a store) on descriptors made here."""
     if NAN:
         src = tl.make_tensor_descriptor(src_ptr, [M, N], [N, 1], [BM, BN], padding_option="nan")
     else:
         src = tl.make_tensor_descriptor(src_ptr, [M, N], [N, 1], [BM, BN])
-    dst = tl.make_tensor_descriptor(dst_ptr, [M, N], [N, 1], [BM, BN])
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    m, n = pm * BM - BM // 2, pn * BN - BN // 2
-    block = src.load([m, n])
-    rows = (pm * BM + tl.arange(0, BM))[:, None]
-    cols = (pn * BN + tl.arange(0, BN))[None, :]
-    tl.store(out + rows * (tl.num_programs(1) * BN) + cols, block)
-    dst.store([m, n], block)
+    copy_2d(src, tl.make_tensor_descriptor(dst_ptr, [M, N], [N, 1], [BM, BN]), out, BM, BN)
 
 
 @triton.jit
