@@ -51,6 +51,23 @@ def matmul_device(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
 
 
 @triton.jit
+def matmul_in_two_loops(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """`matmul_device` with its K loop split in two, both reading the same descriptors
+    (as attention's two loops over K and V do)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    half = tl.cdiv(K, BK) // 2
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, half):
+        acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([k * BK, pid_n * BN]), acc)
+    for k in range(half, tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([k * BK, pid_n * BN]), acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def remade_in_a_loop(a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     """Adds 1 to each block of rows `pid`, making the descriptor again every
     third block (inside an `if`), as persistent kernels do per tile."""
@@ -117,6 +134,19 @@ def test_made_descriptors_encode_their_tensor_maps_on_sm90(monkeypatch):
     # 128 bytes per map, per program; the scratch pointer is the last parameter
     assert (kernel.metadata.global_scratch_size, kernel.metadata.global_scratch_align) == (384, 128)
     assert tuple(kernel.metadata.params[-1]) == ("tt_global_scratch", "unsigned char*", 8)
+
+
+def test_two_loops_over_one_descriptor_each_pipeline_their_tiles(monkeypatch):
+    # the second loop's tiles get maps of their own (5 in all), so both loops copy by TMA
+    # over mbarriers in wgmma's swizzle, and no tile goes through registers
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    kernel = _compile(matmul_in_two_loops, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 90)
+    ptx = kernel.asm["ptx"]
+    assert kernel.metadata.global_scratch_size == 5 * 128 and ptx.count(_FENCE) == 5
+    assert re.findall(r"swizzle_mode\.shared::cta\.b1024\.b32 \[%r\d+\], (\d)", ptx) == ["3", "3", "3", "3", "0"]
+    ir = _gpu_ir(kernel)
+    # per loop: a wait, and the two tiles' copies for each of the 2 stages ahead and in the body
+    assert ir.count("mbarrier_wait(") == 2 and ir.count("tma_copy(") == 2 * 2 * 3 and "tma_load(" not in ir
 
 
 def test_below_sm90_or_switched_off_descriptors_stay_pointer_code(monkeypatch):
@@ -248,6 +278,16 @@ def test_matmul_through_kernel_made_maps(on_the_gpu):
     matmul_device[grid](a, b, c, M, N, K, 128, 128, 64)
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
     assert [call[:2] for call in on_the_gpu.calls] == [(grid[0] * grid[1] * 384, 128)]
+
+
+@pytest.mark.gpu
+def test_matmul_in_two_loops_over_one_descriptor(on_the_gpu):
+    M, N, K = 256, 256, 512
+    a, b = torch.randn((M, K), device="cuda", dtype=torch.float16), torch.randn((K, N), device="cuda",
+                                                                                    dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    matmul_in_two_loops[(M // 128, N // 128)](a, b, c, M, N, K, 128, 128, 64)
+    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.gpu

@@ -159,7 +159,7 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     load = chain.load
     tensormap = load.operands[0]
     make = tensormap.defining_op
-    if make is not None and make.name != "tensormap_create" or len(users.get(tensormap, [])) != 1:
+    if make is not None and make.name != "tensormap_create":
         return None
     if len(load.operands) != 1 + tensormap.type.rank or tensormap.type.rank != 2:
         return None
@@ -414,11 +414,15 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     b = _Builder(parent, loop, loop.loc)
     barriers = None
     if chains[0].load.name == "tma_load":
-        host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
         for chain in chains:
             rows, columns, swizzle = tma_box(chain, users)
             chain.box = (rows, columns)
             tensormap = chain.load.operands[0]
+            if len(users.get(tensormap, [])) > 1:
+                # other loads read the same descriptor (attention's two loops over K and
+                # V, say): this tile's box and swizzle get a map of their own
+                tensormap = chain.load.operands[0] = _own_map(fn, tensormap)
+            host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
             if tensormap.defining_op is not None:
                 tensormap.defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
             else:
@@ -523,6 +527,28 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     for old, new in zip(loop.results, new_loop.results):
         replace_all_uses(fn.body, old, new)
     parent.ops.remove(loop)
+
+
+def _own_map(fn: Function, tensormap: Value) -> Value:
+    """A second tensor map of `tensormap`'s descriptor, for one pipelined tile: a
+    copy of its `tensormap_create` into a new slot of global scratch memory, or for
+    a host descriptor a new map argument the launcher encodes from the same
+    descriptor."""
+    make = tensormap.defining_op
+    if make is not None:
+        ctas = int(fn.attrs.get("global_scratch_ctas", 1))
+        size = int(fn.attrs["global_scratch_size"])
+        new = clone_operation(make, {})
+        new.loc = make.loc
+        new.attrs["global_offset"] = size // ctas
+        make.parent.insert(make.parent.ops.index(make) + 1, new)
+        fn.attrs["global_scratch_size"] = size + 128 * ctas
+        return new.results[0]
+    host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
+    descriptors = list(fn.attrs["tensormaps"])
+    copy = fn.body.add_arg(tensormap.type, tensormap.name_hint)
+    fn.attrs["tensormaps"] = tuple(descriptors + [descriptors[host_maps.index(tensormap)]])
+    return copy
 
 
 def _remap(value: Value, old_body: Region, new_body: Region) -> Value:

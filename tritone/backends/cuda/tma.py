@@ -145,6 +145,7 @@ def _rewrite_device_descriptors(fn: Function, facts: AxisInfoMap | None, num_cta
             _rewrite(op, tensormap, desc_type, facts)
     if offset:
         fn.attrs["global_scratch_size"] = offset * num_ctas
+        fn.attrs["global_scratch_ctas"] = num_ctas
 
 
 def _descriptor_webs(fn: Function) -> list[tuple[list[Operation], list[Operation]]]:
