@@ -269,25 +269,17 @@ def test_blocks_straddling_every_edge(torch_dtype, block, shape, nan, on_the_gpu
 
 
 @pytest.mark.gpu
-def test_matmul_through_kernel_made_maps(on_the_gpu):
-    M, N, K = 300, 256, 200
+@pytest.mark.parametrize("kernel, sizes, maps", [(matmul_device, (300, 256, 200), 3),
+                                                 (matmul_in_two_loops, (256, 256, 512), 5)])
+def test_matmul_through_kernel_made_maps(kernel, sizes, maps, on_the_gpu):
+    M, N, K = sizes
     a, b = torch.randn((M, K), device="cuda", dtype=torch.float16), torch.randn((K, N), device="cuda",
                                                                                     dtype=torch.float16)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     grid = (triton.cdiv(M, 128), triton.cdiv(N, 128))
-    matmul_device[grid](a, b, c, M, N, K, 128, 128, 64)
+    kernel[grid](a, b, c, M, N, K, 128, 128, 64)
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
-    assert [call[:2] for call in on_the_gpu.calls] == [(grid[0] * grid[1] * 384, 128)]
-
-
-@pytest.mark.gpu
-def test_matmul_in_two_loops_over_one_descriptor(on_the_gpu):
-    M, N, K = 256, 256, 512
-    a, b = torch.randn((M, K), device="cuda", dtype=torch.float16), torch.randn((K, N), device="cuda",
-                                                                                    dtype=torch.float16)
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    matmul_in_two_loops[(M // 128, N // 128)](a, b, c, M, N, K, 128, 128, 64)
-    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
+    assert [call[:2] for call in on_the_gpu.calls] == [(grid[0] * grid[1] * maps * 128, 128)]
 
 
 @pytest.mark.gpu
