@@ -300,10 +300,14 @@ class NvidiaKnobs(_Group):
     """Explicit path of the CUDA driver library."""
     target = _env_str("TRITONE_TARGET")
     """Forced compile target, e.g. "sm_80" (the driver JITs its PTX on newer GPUs)."""
-    tma = _env_bool("TRITONE_TMA", default=True)
+    tma = _EnvKnob("TRITONE_TMA", default=None, parse=lambda text: _parse_bool(text) if text.strip() else None)
     """Tensor descriptors (host `TensorDescriptor`s and `tl.make_tensor_descriptor`)
-    through TMA on sm_90+, as Triton's; false (TRITONE_TMA=0): pointer code. Offsets
-    the copy engine faults on are checked at run time (see docs/ARCHITECTURE.md)."""
+    through TMA. Unset (None): on sm_90, where the dot tiles they feed are pipelined
+    by the copy engine into wgmma's layout; true (TRITONE_TMA=1): on every target
+    from sm_90 on (sm_100 and sm_120 too, where tritone's dots are mma.sync and a
+    TMA load feeding one is staged through registers); false: pointer code
+    everywhere. Offsets the copy engine faults on are checked at run time (see
+    docs/ARCHITECTURE.md)."""
     libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
     """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
     for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the

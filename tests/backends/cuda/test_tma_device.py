@@ -149,6 +149,17 @@ def test_two_loops_over_one_descriptor_each_pipeline_their_tiles(monkeypatch):
     assert ir.count("mbarrier_wait(") == 2 and ir.count("tma_copy(") == 2 * 2 * 3 and "tma_load(" not in ir
 
 
+@pytest.mark.parametrize("arch", [100, 120])
+def test_after_hopper_tma_is_asked_for(arch, monkeypatch):
+    # tritone's dots there are mma.sync, whose tiles cp.async pipelines from pointer code
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    pointer = _compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, arch)
+    assert "tensormap" not in pointer.asm["ptx"] and pointer.metadata.global_scratch_size == 0
+    monkeypatch.setenv("TRITONE_TMA", "1")
+    tma = _compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, arch)
+    assert tma.asm["ptx"].count(_FENCE) == 3 and f".target sm_{arch}a" in tma.asm["ptx"]
+
+
 def test_below_sm90_or_switched_off_descriptors_stay_pointer_code(monkeypatch):
     monkeypatch.delenv("TRITONE_TMA", raising=False)
     sm80 = _compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 80)

@@ -90,8 +90,8 @@ def cache_key(src_hash: str, options: KernelOptions, target: GPUTarget, toolchai
     parts = [triton_key(), src_hash, options.hash(), repr(target), toolchain.key]
     if not line_info:
         parts.append("no line info")
-    if not knobs.nvidia.tma:
-        parts.append("no tma")
+    if knobs.nvidia.tma is not None:
+        parts.append(f"tma={knobs.nvidia.tma}")
     text = "\n".join(parts)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_DIGITS]
 

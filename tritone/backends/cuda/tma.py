@@ -1,7 +1,8 @@
 """TMA for tensor descriptors on sm_90+: the GPU pass that runs before
 `passes/lower_descriptors.py`.
 
-Unless TRITONE_TMA=0 (`knobs.nvidia.tma` false), as Triton does.
+On sm_90 by default, as Triton does; TRITONE_TMA=1 (`knobs.nvidia.tma`) asks
+for it from sm_90 on (sm_100 and sm_120 too), TRITONE_TMA=0 for pointer code.
 
 Host descriptors. For each
 host `TensorDescriptor` argument of the kernel whose block the copy engine
@@ -57,20 +58,26 @@ if TYPE_CHECKING:
 _TMA_ACCESSES = ("descriptor_load", "descriptor_store")
 # bytes of one tensor map in global scratch memory, and their alignment
 TENSORMAP_SCRATCH_BYTES = 128
+# TMA unless asked for stops here: from sm_100 on tritone's dots are mma.sync, whose tiles
+# the copy engine's pipeline does not write, and pointer code pipelines them with cp.async
+TMA_DEFAULT_BELOW = 100
 
 
 def run(module: Module, ctx: PassContext) -> None:
     """Rewrite the descriptor loads and stores of `module`'s kernel as TMA copies
     when the target (`ctx.options["target"]`) is sm_90 or newer: those of host
-    and made descriptors alike, unless `ctx.options["tma"]` (`knobs.nvidia.tma`,
-    TRITONE_TMA=0) is false."""
+    and made descriptors alike, as `ctx.options["tma"]` (`knobs.nvidia.tma`)
+    says: unset, below sm_100 only (the targets whose dots read TMA's tiles); true,
+    everywhere from sm_90; false, nowhere."""
     options = getattr(ctx, "options", None) or {}
-    if int(options.get("target", 0)) < TMA_MIN_ARCH:
+    target = int(options.get("target", 0))
+    if target < TMA_MIN_ARCH:
         return
     fn = module.kernel
     if not fn.attrs.get("kernel"):
         return
-    if options.get("tma", True) is False:
+    choice = options.get("tma")
+    if choice is False or (choice is None and target >= TMA_DEFAULT_BELOW):
         return
     facts = _rewrite_host_descriptors(fn)
     _rewrite_device_descriptors(fn, facts, int(options.get("num_ctas", 1) or 1))
