@@ -142,6 +142,6 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
             metadata["tensormap_boxes"] = [list(boxes[n]) if n in boxes else []
                                            for n in range(len(fn.attrs["tensormaps"]))]
     if em.memo.get("arch_suffix"):
-        # instructions of the architecture-specific target (wgmma: sm_90a)
+        # instructions of the architecture-specific target (wgmma, tensormap.replace: sm_90a)
         metadata["arch_suffix"] = em.memo["arch_suffix"]
     return source, name, metadata

@@ -51,7 +51,7 @@ from .codegen_base import (
 from .codegen_layout import _copy, _unique_registers, _vector_width
 from .codegen_types import ctype, literal
 from .dot.shared import smem_address
-from .tensormap import SOFTWARE_NAN_FILL, box_shape, element_key, tile_bytes
+from .tensormap import SOFTWARE_NAN_FILL, SWIZZLES, TENSOR_MAP_BYTES, box_shape, element_key, tile_bytes
 
 # the copy engine writes and reads tiles at 128-byte aligned shared addresses
 TILE_ALIGNMENT = 128
@@ -87,15 +87,12 @@ __device__ __forceinline__ void tt_fence_proxy_async() {
 # the kernel parameter of global scratch memory, and the alignment asked of the allocator
 GLOBAL_SCRATCH = "tt_global_scratch"
 GLOBAL_SCRATCH_ALIGN = 128
-_TENSORMAP_BYTES = 128
 
 # `tensormap.replace`'s element types (the PTX ISA's table; Triton's TMAUtilities.cpp)
 _ELEMENT_TYPES = {"fp16": 6, "bf16": 10, "fp32": 7, "fp64": 9}
 _INTEGER_TYPES = {(1, True): 0, (1, False): 0, (2, True): 1, (2, False): 1, (4, True): 3, (4, False): 2,
                   (8, True): 5, (8, False): 4}
 _FILL_ZERO, _FILL_NAN = 0, 1
-# swizzle bytes -> `tensormap.replace`'s swizzle mode
-_SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}
 
 
 def tensormap_parameter(em: Emitter) -> str:
@@ -331,10 +328,10 @@ def _write_tile_by_stmatrix(em: Emitter, linear, values: str, shape: tuple[int, 
 
 @needs_scratch("tensormap_create")
 def tensormap_create_scratch_bytes(op: Operation) -> int:
-    return _TENSORMAP_BYTES
+    return TENSOR_MAP_BYTES
 
 
-SCRATCH_ALIGNMENT["tensormap_create"] = _TENSORMAP_BYTES
+SCRATCH_ALIGNMENT["tensormap_create"] = TENSOR_MAP_BYTES
 
 
 def _define_scratch_map(em: Emitter, op: Operation) -> str:
@@ -378,16 +375,16 @@ def emit_tensormap_create(em: Emitter, op: Operation) -> None:
     itemsize = tensormap.element_ty.itemsize
     fill = _FILL_NAN if op.attrs["padding"] == "nan" and element_key(tensormap) not in SOFTWARE_NAN_FILL \
         else _FILL_ZERO
-    if em.scratch_base % _TENSORMAP_BYTES:
+    if em.scratch_base % TENSOR_MAP_BYTES:
         raise CodegenError(f"tensormap_create at {op.loc}: its shared bytes at offset {em.scratch_base} are not "
-                           f"{_TENSORMAP_BYTES}-byte aligned")
+                           f"{TENSOR_MAP_BYTES}-byte aligned")
     em.declare_once(_TENSORMAP_STRUCT)
     em.declare_once(_MBARRIER_HELPERS)
     em.memo["arch_suffix"] = "a"  # tensormap.replace is an sm_90a instruction
     name = _define_scratch_map(em, op)
     em.barrier()  # earlier users of the shared bytes are done with them
     em.open()
-    em.line(f"unsigned* tt_map = {em.scratch('unsigned', 0, _TENSORMAP_BYTES)};")
+    em.line(f"unsigned* tt_map = {em.scratch('unsigned', 0, TENSOR_MAP_BYTES)};")
     em.line("const unsigned tt_map_s = tt_shared_address(tt_map);")
     em.open("if (tt_warp == 0)")
     em.line("tt_map[tt_lane] = 0u;")
@@ -412,14 +409,14 @@ def emit_tensormap_create(em: Emitter, op: Operation) -> None:
         em.line(_replace("element_stride", 32, f"{d}, %1", ', "r"(1)'))
     em.line(_replace("elemtype", 32, str(_element_type_code(tensormap))))
     em.line(_replace("interleave_layout", 32, "0"))
-    em.line(_replace("swizzle_mode", 32, str(_SWIZZLE_MODES[int(op.attrs.get("swizzle", 0))])))
+    em.line(_replace("swizzle_mode", 32, str(int(SWIZZLES[int(op.attrs.get("swizzle", 0))]))))
     em.line(_replace("fill_mode", 32, str(fill)))
     em.close()
     em.line("__syncwarp();")
     em.line('asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned '
-            f'[%0], [%1], {_TENSORMAP_BYTES};" :: "l"(reinterpret_cast<unsigned long long>({name})), '
+            f'[%0], [%1], {TENSOR_MAP_BYTES};" :: "l"(reinterpret_cast<unsigned long long>({name})), '
             '"r"(tt_map_s) : "memory");')
-    em.line(f'asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], {_TENSORMAP_BYTES};\\n\\t"')
+    em.line(f'asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], {TENSOR_MAP_BYTES};\\n\\t"')
     em.line('             "cp.async.bulk.commit_group;\\n\\tcp.async.bulk.wait_group.read 0;" '
             f':: "l"(reinterpret_cast<unsigned long long>({name})) : "memory");')
     em.close()

@@ -190,12 +190,12 @@ class LaunchSpec:
     """The size of each run-time parameter in the kernel's C signature, when the
     code generator reported it: checked against what the launcher writes."""
     tensormaps: tuple[int, ...] = ()
-    tensormap_boxes: tuple[tuple, ...] = ()
-    """Per tensor map in `tensormaps`, () or the (box, swizzle bytes) its copies
-    need in place of the block and no swizzle (a pipelined dot tile's)."""
     """Host descriptors the kernel reads or writes with TMA: for each tensor map
     the kernel takes after all other arguments, in order, the index among the
     other run-time parameters of its descriptor (its base address)."""
+    tensormap_boxes: tuple[tuple, ...] = ()
+    """Per tensor map in `tensormaps`, () or the (box, swizzle bytes) its copies
+    need in place of the block and no swizzle (a pipelined dot tile's)."""
     global_scratch_size: int = 0
     """Bytes of global scratch memory each block uses; above 0 the kernel takes
     the address of the whole launch's scratch buffer as its last argument, after
@@ -753,8 +753,8 @@ class LaunchPlan:
         spec = self.spec
         number = slot - (len(spec.runtime_parameters) - len(spec.tensormaps))
         base = self.storage[spec.tensormaps[number]]
-        box, swizzle = (spec.tensormap_boxes[number] or (None, 0)) if number < len(spec.tensormap_boxes) \
-            else (None, 0)
+        box, swizzle = spec.tensormap_boxes[number] if number < len(spec.tensormap_boxes) and \
+            spec.tensormap_boxes[number] else (None, 0)
         key = (param.type, box, swizzle)
         encoder = self._encoders.get(key)
         if encoder is None:

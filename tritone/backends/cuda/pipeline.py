@@ -33,15 +33,16 @@ op with other effects, a carried value of the slice that the rest of the body
 or the code after the loop reads, a load with a non-zero `other`, or pieces
 that `cp.async` cannot copy (4, 8 or 16 aligned bytes under one mask bit).
 
-On sm_90, loads that `tma.py` made TMA copies of a descriptor the kernel
-encodes (`tma_load` of a `tensormap_create`) are pipelined the same way with
-the copy engine: the tensor map's box becomes one swizzle column of the tile
+On sm_90, loads that `tma.py` made TMA copies (`tma_load` of a map the kernel
+encodes, `tensormap_create`, or of a host descriptor's map argument) are
+pipelined the same way with the copy engine: the tensor map's box becomes one swizzle column of the tile
 (`NvmmaSharedLayout`: the box's rows and span, the layout's swizzle mode), so
 that `cp.async.bulk.tensor` writes each stage in the very layout the dot
 reads; thread 0 arrives on the stage's mbarrier announcing the trip's bytes
-(`mbarrier_arrive`) and issues its copies (`tma_copy`, one per tile), every thread waits on its phase
-(`mbarrier_wait`, the phase flipping each time the stages wrap), and the
-mbarriers are invalidated after the loop. A loop pipelines its tiles one way:
+(`mbarrier_arrive`) and issues its copies (`tma_copy`, one per tile), every
+thread waits on its phase (`mbarrier_wait`, the phase flipping each time the
+stages wrap), and the mbarriers are invalidated after the loop. A tile whose
+map other loads also read gets a map of its own (`_own_map`). A loop pipelines its tiles one way:
 where some of its tiles cannot use TMA, its TMA loads are left as they are.
 
 `tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
@@ -55,16 +56,12 @@ from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
 from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
-from tritone.ir.types import block_type, int1, int32, tensormap_type
+from tritone.ir.types import block_type, int1, int32, int64, tensormap_type
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
-from ...ir.types import int64
 from .axis_info import AxisInfoMap, analyze
 from .dot.shared import TileGeometry, copy_plan, tile_bytes
-from .tensormap import MAX_BOX_DIM
-
-# TMA's swizzle modes by the bytes of one swizzle row
-TMA_SWIZZLE_BYTES = (32, 64, 128)
+from .tensormap import MAX_BOX_DIM, SWIZZLES, TENSOR_MAP_BYTES
 
 
 def run(module: Module, ctx=None) -> None:
@@ -152,8 +149,8 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     tile in its own layout, one swizzle column (and at most 256 rows) at a time;
     None where the copy engine cannot: a tile layout other than a 2-D
     `NvmmaSharedLayout` whose contiguous dim is the tensor's, or a swizzle other
-    than TMA's; a tensor map the kernel does not encode itself, or that other ops
-    read; a load that pads fp8 with NaN itself. The map is the kernel's own
+    than TMA's; a map of a descriptor carried through loops (`tensormap_at`);
+    a load that pads fp8 with NaN itself. The map is the kernel's own
     (`tensormap_create`) or a host descriptor's argument, which the launcher
     encodes with that box (the kernel attribute `tensormap_boxes`)."""
     load = chain.load
@@ -169,7 +166,7 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     if not isinstance(layout, NvmmaSharedLayout) or tuple(layout.order) != (1, 0) or layout.vec * eb != 16:
         return None
     span_bytes = layout.span * eb
-    if span_bytes not in TMA_SWIZZLE_BYTES or layout.per_phase != 128 // span_bytes or width % layout.span:
+    if span_bytes not in SWIZZLES or layout.per_phase != 128 // span_bytes or width % layout.span:
         return None
     if rows % 8:
         return None
@@ -422,12 +419,11 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 # other loads read the same descriptor (attention's two loops over K and
                 # V, say): this tile's box and swizzle get a map of their own
                 tensormap = chain.load.operands[0] = _own_map(fn, tensormap)
-            host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
             if tensormap.defining_op is not None:
                 tensormap.defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
             else:
                 boxes = dict(fn.attrs.get("tensormap_boxes") or {})
-                boxes[host_maps.index(tensormap)] = ((rows, columns), swizzle)
+                boxes[_host_maps(fn).index(tensormap)] = ((rows, columns), swizzle)
                 fn.attrs["tensormap_boxes"] = boxes
         barriers = b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
         b.op("mbarrier_init", [barriers])
@@ -542,13 +538,18 @@ def _own_map(fn: Function, tensormap: Value) -> Value:
         new.loc = make.loc
         new.attrs["global_offset"] = size // ctas
         make.parent.insert(make.parent.ops.index(make) + 1, new)
-        fn.attrs["global_scratch_size"] = size + 128 * ctas
+        fn.attrs["global_scratch_size"] = size + TENSOR_MAP_BYTES * ctas
         return new.results[0]
-    host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
     descriptors = list(fn.attrs["tensormaps"])
+    descriptors.append(descriptors[_host_maps(fn).index(tensormap)])
     copy = fn.body.add_arg(tensormap.type, tensormap.name_hint)
-    fn.attrs["tensormaps"] = tuple(descriptors + [descriptors[host_maps.index(tensormap)]])
+    fn.attrs["tensormaps"] = tuple(descriptors)
     return copy
+
+
+def _host_maps(fn: Function) -> list[Value]:
+    """The kernel's tensor map arguments, in the order of its `tensormaps` attribute."""
+    return [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
 
 
 def _remap(value: Value, old_body: Region, new_body: Region) -> Value:

@@ -61,7 +61,8 @@ DATA_TYPES: dict[str, TensorMapDataType] = {
 SOFTWARE_NAN_FILL = frozenset({"fp8e4nv", "fp8e5"})
 
 
-_SWIZZLES = {0: TensorMapSwizzle.NONE, 32: TensorMapSwizzle.B32, 64: TensorMapSwizzle.B64,
+# swizzle bytes -> the map's swizzle mode (the same codes as `tensormap.replace`'s)
+SWIZZLES = {0: TensorMapSwizzle.NONE, 32: TensorMapSwizzle.B32, 64: TensorMapSwizzle.B64,
              128: TensorMapSwizzle.B128}
 
 
@@ -126,7 +127,7 @@ def encoding(desc_type: tensordesc_type, address: int, shape: list[int], strides
         dims=tuple(int(shape[d]) for d in reversed(range(rank))),
         strides=tuple(int(strides[d]) * itemsize for d in reversed(range(rank - 1))),
         box=tuple(reversed(tuple(box) if box else box_shape(desc_type))),
-        element_strides=(1,) * rank, swizzle=_SWIZZLES[swizzle],
+        element_strides=(1,) * rank, swizzle=SWIZZLES[swizzle],
         l2_promotion=TensorMapL2Promotion.L2_128B, oob_fill=fill)
 
 

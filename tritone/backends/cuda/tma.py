@@ -31,8 +31,8 @@ loads and stores become `tma_load` and `tma_store` on that map, as above.
 Both show under TRITONE_DUMP_IR, and the op names show the choice per op.
 
 What stays pointer code (`lower_descriptors` after this pass): atomics,
-gather and scatter, descriptors reached through loop-carried values, branches
-or calls, and every descriptor below sm_90; and, chosen at run time, a load
+gather and scatter, descriptors passed to calls, host descriptors reached
+through loop-carried values or branches, and every descriptor below sm_90; and, chosen at run time, a load
 whose innermost offset is not a multiple of 16 bytes, or a store where that
 holds or an offset is negative: the copy engine faults on those ("illegal
 instruction", seen on an H100), where Triton's descriptors allow them. The
@@ -50,14 +50,21 @@ from typing import TYPE_CHECKING
 from ...ir.core import Builder, Function, Module, Operation, Region, Value, replace_all_uses
 from ...ir.types import int1, tensordesc_type, tensormap_type
 from .axis_info import AxisInfoMap, analyze
-from .tensormap import SOFTWARE_NAN_FILL, TMA_COORDINATE_ALIGN_BYTES, TMA_MIN_ARCH, element_key, tma_unsupported_reason
+from .tensormap import (
+    SOFTWARE_NAN_FILL,
+    TENSOR_MAP_BYTES,
+    TMA_COORDINATE_ALIGN_BYTES,
+    TMA_MIN_ARCH,
+    element_key,
+    tma_unsupported_reason,
+)
 
 if TYPE_CHECKING:
     from ...passes import PassContext
 
 _TMA_ACCESSES = ("descriptor_load", "descriptor_store")
-# bytes of one tensor map in global scratch memory, and their alignment
-TENSORMAP_SCRATCH_BYTES = 128
+# ops through which a descriptor value only flows into another of its web
+_LINKING_OPS = ("for", "if", "while", "yield", "condition")
 # TMA unless asked for stops here: from sm_100 on tritone's dots are mma.sync, whose tiles
 # the copy engine's pipeline does not write, and pointer code pipelines them with cp.async
 TMA_DEFAULT_BELOW = 100
@@ -123,7 +130,7 @@ def _rewrite_device_descriptors(fn: Function, facts: AxisInfoMap | None, num_cta
     webs = _descriptor_webs(fn)
     if not webs:
         return
-    offset = int(fn.attrs.get("global_scratch_size", 0))
+    offset = 0
     for makes, accesses in webs:
         if facts is None:
             facts = analyze(fn)
@@ -147,7 +154,7 @@ def _rewrite_device_descriptors(fn: Function, facts: AxisInfoMap | None, num_cta
             builder.set_insertion_point(fn.body, 0)
             tensormap = builder.create_value("tensormap_at", [], tensormap_type(desc_type.block),
                                              {"global_offset": offset})
-        offset += TENSORMAP_SCRATCH_BYTES
+        offset += TENSOR_MAP_BYTES
         for op in accesses:
             _rewrite(op, tensormap, desc_type, facts)
     if offset:
@@ -173,7 +180,6 @@ def _descriptor_webs(fn: Function) -> list[tuple[list[Operation], list[Operation
         if isinstance(a.type, tensordesc_type) and isinstance(b.type, tensordesc_type):
             parent[find(a)] = find(b)
 
-    structural: set[int] = set()  # (id of op): ops whose descriptor operands only link values
     for op in fn.walk():
         if op.name == "for":
             body = op.regions[0]
@@ -183,9 +189,8 @@ def _descriptor_webs(fn: Function) -> list[tuple[list[Operation], list[Operation
                 join(body.args[1 + i], body.terminator.operands[i])
         elif op.name == "if":
             for region in op.regions:
-                if region.ops and region.terminator.name == "yield":
-                    for i, v in enumerate(region.terminator.operands):
-                        join(v, op.results[i])
+                for i, v in enumerate(region.terminator.operands):
+                    join(v, op.results[i])
         elif op.name == "while":
             before, after = op.regions
             for i, init in enumerate(op.operands):
@@ -194,36 +199,24 @@ def _descriptor_webs(fn: Function) -> list[tuple[list[Operation], list[Operation
             for i, v in enumerate(before.terminator.operands[1:]):
                 join(v, after.args[i])
                 join(v, op.results[i])
-        else:
-            continue
-        structural.add(id(op))
     webs: dict[Value, tuple[list[Operation], list[Operation]]] = {}
-    refused: set[Value] = set()
+    refused = {find(arg) for arg in fn.args if isinstance(arg.type, tensordesc_type)}
     for op in fn.walk():
         if op.name == "make_tensor_descriptor":
             webs.setdefault(find(op.results[0]), ([], []))[0].append(op)
             continue
+        linking = op.name in _LINKING_OPS
         for index, v in enumerate(op.operands):
-            if not isinstance(v.type, tensordesc_type):
-                continue
-            root = find(v)
-            if op.name in _TMA_ACCESSES and index == 0:
-                webs.setdefault(root, ([], []))[1].append(op)
-            elif op.name not in ("yield", "condition") and id(op) not in structural:
-                refused.add(root)
-    for arg in fn.args:
-        if isinstance(arg.type, tensordesc_type):
-            refused.add(find(arg))
-    for region_op in fn.walk():
-        for region in region_op.regions:
-            for arg in region.args:
-                if isinstance(arg.type, tensordesc_type) and region_op.name not in ("for", "while"):
-                    refused.add(find(arg))
-    for op in fn.walk():  # results of ops that are neither makes nor control flow (calls)
-        if op.name not in ("make_tensor_descriptor", "for", "if", "while"):
-            for r in op.results:
-                if isinstance(r.type, tensordesc_type):
-                    refused.add(find(r))
+            if isinstance(v.type, tensordesc_type):
+                if op.name in _TMA_ACCESSES and index == 0:
+                    webs.setdefault(find(v), ([], []))[1].append(op)
+                elif not linking:
+                    refused.add(find(v))
+        # descriptors coming from elsewhere: a call's results, a region argument of no loop
+        comes = [] if linking else list(op.results)
+        if op.name not in ("for", "while"):
+            comes += [arg for region in op.regions for arg in region.args]
+        refused.update(find(v) for v in comes if isinstance(v.type, tensordesc_type))
     return [(makes, accesses) for root, (makes, accesses) in webs.items()
             if makes and accesses and root not in refused
             and tma_unsupported_reason(makes[0].results[0].type) is None]
