@@ -16,8 +16,10 @@ import tritone as triton
 import tritone.language as tl
 from tritone._internal_testing import default_alloc_fn
 from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import lowering
 from tritone.backends.cuda.launch_plan import LaunchSpec, _allocate_storage
 from tritone.compiler import ASTSource
+from tritone.ir.parser import parse_module
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
 
@@ -272,3 +274,58 @@ def test_on_the_gpu(check, monkeypatch):
 def test_the_gpu_checks_in_the_interpreter(check, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     check("cpu")
+
+
+@triton.jit
+def grouped_tma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ Bᵀ over host descriptors in grouped program order (tutorial 09's TMA
+    kernel): the output's offsets come from `%` and `min`, which no analysis proves
+    non-negative, so the TMA store keeps a run-time check and a pointer-code branch."""
+    pid = tl.program_id(0)
+    num_pid_m, num_pid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group_id = pid // (8 * num_pid_n)
+    group_size_m = min(num_pid_m - group_id * 8, 8)
+    pid_m = group_id * 8 + pid % group_size_m
+    pid_n = (pid % (8 * num_pid_n)) // group_size_m
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+def _grouped_tma_matmul(element: str, bm: int, bn: int, bk: int):
+    signature = {"a_desc": f"tensordesc<{element}[{bm}, {bk}]>", "b_desc": f"tensordesc<{element}[{bn}, {bk}]>",
+                 "c_desc": f"tensordesc<{element}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+    # as the launcher specialises them: zero padding, sizes divisible by 16
+    attrs = {(i,): [["tt.divisibility", 16], *([["tritone.zero_padding", 1]] if i < 3 else [])] for i in range(6)}
+    return triton.compile(ASTSource(grouped_tma_matmul, signature, {"BM": bm, "BN": bn, "BK": bk}, attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_stages": 3, "num_warps": 4})
+
+
+@pytest.mark.parametrize("element, swizzle", [("fp16", 128), ("fp8e4nv", 64)])
+def test_host_descriptor_tiles_of_every_dot_dtype_arrive_by_pipelined_tma(element, swizzle, monkeypatch):
+    # fp8 loads carry the shape and the NaN flag for the padding the kernel writes itself;
+    # specialised on zero padding, the copy engine's own padding is all they need
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    kernel = _grouped_tma_matmul(element, 64, 64, 64)
+    ptx = kernel.asm["ptx"]
+    assert "mbarrier.try_wait.parity" in ptx and "wgmma.mma_async" in ptx
+    assert not re.search(r"ld\.global", ptx), "the tiles are not loaded through registers"
+    rows = swizzle // (2 if element == "fp16" else 1)
+    assert kernel.metadata.tensormap_boxes[:2] == [[[64, rows], swizzle]] * 2
+
+
+def test_a_tma_stores_pointer_code_fallback_converts_its_value_in_its_own_branch(monkeypatch):
+    # the store's run-time check picks TMA (stmatrix into the staged tile) or pointer code; the
+    # value's conversion to the pointer code's layout is made in that branch only, so the
+    # TMA branch pays no round trip through shared memory for it
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    kernel = _grouped_tma_matmul("fp16", 64, 64, 64)
+    module = parse_module(kernel.asm["ttir"])
+    lowering.generate_cuda(module, 90, {"num_warps": 4, "num_stages": 3})
+    (fn,) = module.functions.values()
+    branch = next(op for op in fn.body.ops if op.name == "if" and any(
+        inner.name == "tma_store" for inner in op.regions[0].walk()))
+    assert not [op for op in fn.body.ops if op.name == "convert_layout"]
+    assert [op.name for op in branch.regions[1].ops if op.name == "convert_layout"] == ["convert_layout"]
+    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in kernel.asm["ptx"]

@@ -158,7 +158,7 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     make = tensormap.defining_op
     if make is not None and make.name != "tensormap_create":
         return None
-    if len(load.operands) != 1 + tensormap.type.rank or tensormap.type.rank != 2:
+    if tensormap.type.rank != 2 or not _plain_tma_padding(load):
         return None
     layout = chain.load_layout
     rows, width = load.results[0].type.shape
@@ -171,6 +171,21 @@ def tma_box(chain: _Chain, users) -> tuple[int, int, int] | None:
     if rows % 8:
         return None
     return min(rows, MAX_BOX_DIM), layout.span, span_bytes
+
+
+def _plain_tma_padding(load: Operation) -> bool:
+    """Whether the copy engine alone gives `load`'s padding: a load of the map and
+    the offsets, or an fp8 load (which carries the shape and the NaN-padding flag
+    for the padding the kernel writes itself) whose flag is a constant false."""
+    rank = load.operands[0].type.rank
+    if len(load.operands) == 1 + rank:
+        return True
+    return len(load.operands) == 2 + 2 * rank and is_zero_constant(load.operands[-1])
+
+
+def tma_operands(load: Operation) -> list[Value]:
+    """The map and the offsets of TMA load `load` (what a copy of its box needs)."""
+    return load.operands[:1 + load.operands[0].type.rank]
 
 
 def _copy_bytes(chain: _Chain, infos: AxisInfoMap) -> int:
@@ -376,7 +391,7 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
         nbytes = sum(tile_bytes(chain.load.results[0].type) for chain in chains)
         b.op("mbarrier_arrive", [barriers, slot, in_range], bytes=nbytes)
         for chain, buffer in zip(chains, buffers):
-            operands = [mapping.get(v, v) for v in chain.load.operands]
+            operands = [mapping.get(v, v) for v in tma_operands(chain.load)]
             b.op("tma_copy", [buffer, slot, barriers, *operands, in_range], box=chain.box)
         return
     for chain, buffer in zip(chains, buffers):
