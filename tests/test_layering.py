@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("tritone.backends",)),
     ("compiler", ("tritone.compiler", "tritone._C")),
     ("runtime", ("tritone.runtime",)),
-    ("api", ("tritone",)),
+    ("api", ("tritone", "tritone.profiler")),
 )
 
 # (importer, imported, when, why): the imports allowed to point up. "call":
@@ -178,6 +178,13 @@ def test_allowed_upward_imports_run_when_listed_and_still_exist():
 @pytest.mark.parametrize("layer", TARGET_NEUTRAL)
 def test_target_neutral_layers_import_no_backend(layer):
     found = [found for found in IMPORTS if _named(found.importer, layer) and _named(found.imported, "tritone.backends")]
+    assert not found, "\n".join(map(_where, found))
+
+
+def test_only_the_profiler_imports_the_profiler():
+    # Its launch hooks come and go with its sessions; `import triton` must not load it.
+    found = [found for found in IMPORTS if _named(found.imported, "tritone.profiler")
+             and not _named(found.importer, "tritone.profiler")]
     assert not found, "\n".join(map(_where, found))
 
 

@@ -39,7 +39,12 @@ NOT_PROVIDED = {
     "triton.language.extra.cuda.utils": "its functions (`globaltimer`, `smid`, `num_threads`, `num_warps`) are in "
                                         "`tl.extra.cuda` itself",
     "triton.language.extra.hip": "no AMD target",
-    "triton.profiler": "Proton, Triton's native profiler, is not provided",
+    "triton.profiler.flags": "the profiler's state is `profiler._recorder`; there is no `proton` command",
+    "triton.profiler.hooks": "the launch hooks are `profiler._recorder`'s; no instrumentation hook",
+    "triton.profiler.language": "device-side scopes need kernel instrumentation, which tritone's profiler has not",
+    "triton.profiler.mode": "PC sampling and instrumentation modes need CUPTI or instrumented kernels",
+    "triton.profiler.proton": "the `proton` command (profiling a whole script) is not provided",
+    "triton.profiler.specs": "no per-architecture peak figures, so the viewer has no `util`",
     "triton.runtime._async_compile": "compilation is synchronous; TorchInductor's parallel compile uses processes",
     "triton.runtime.build": "builds C extensions with a host compiler; tritone compiles no host code",
     "triton.tools.build_extern": "generates bindings of LLVM bitcode libraries; NVRTC links libdevice itself",
