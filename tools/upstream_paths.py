@@ -58,8 +58,10 @@ SHOWN_MISSING = 12
 
 # Modules of upstream's native extension, which have no source to list names from: what tritone offers of them.
 NATIVE = {
-    "triton._C.libtriton": "only `ir`; the other bindings (`passes`, `llvm`, `nvidia`, `native_specialize_impl`, "
+    "triton._C.libtriton": "only `ir` and `nvidia`; the other bindings (`passes`, `llvm`, `native_specialize_impl`, "
                            "...) drive upstream's C++ compiler, which tritone has not",
+    "triton._C.libtriton.nvidia": "only `cublas` (`CublasLt`: `matmul`, `gemm`; cuBLASLt through ctypes); the "
+                                  "others (`passes`, `load_dialects`, ...) drive upstream's C++ compiler",
     "triton._C.libtriton.ir": "only what code outside Triton walks: `context`, `load_dialects` and a read-only "
                               "`module` over tritone's IR (`walk`, operations, values, blocks, regions)",
 }
@@ -161,8 +163,8 @@ def table() -> str:
         "# Upstream Triton's module paths in tritone",
         "",
         f"Every public module of the Triton {version} wheel (its native `triton._C` internals left out, but",
-        "`triton._C.libtriton` and its `ir` listed) and whether `tritone.<rest>` provides it. `import triton` answers",
-        "with these modules where tritone serves as Triton.",
+        "`triton._C.libtriton`, its `ir` and `nvidia` listed) and whether `tritone.<rest>` provides it.",
+        "`import triton` answers with these modules where tritone serves as Triton.",
         "",
         "- **provided**: the module imports and has every public name of upstream's (`__all__`, else its",
         "  top-level definitions; a package's also what it imports from its submodules).",

@@ -1,4 +1,4 @@
-"""Where the NVIDIA driver and NVRTC live, and which NVRTC to use.
+"""Where the NVIDIA driver, NVRTC and cuBLASLt live, and which NVRTC to use.
 
 This module alone knows the places. The driver is `nvcuda.dll` (Windows) or
 `libcuda.so.1` (Linux) unless `TRITONE_LIBCUDA_PATH` names another. NVRTC is
@@ -24,7 +24,13 @@ The choice is the first candidate that loads, that the driver can run the
 output of (an NVRTC 13 needs a CUDA 13 driver, R580 or newer) and that knows
 the GPU's architecture. When none knows it, the one whose newest architecture
 below the GPU's is highest compiles PTX for the driver to JIT, with a warning.
-Every failure lists what was searched and the command that fixes it.
+
+cuBLASLt (for `triton._C.libtriton.nvidia.cublas`) is searched in the same
+places and order from step 2 on, its pip wheels being `nvidia-cublas-cu12`
+(`nvidia/cublas/{bin,lib}`) and CUDA 13's `nvidia-cublas`
+(`nvidia/cu13/{bin/x86_64,bin,lib}`); the first that loads and whose major
+version the driver runs is used. Every failure lists what was searched and the
+command that fixes it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import re
 import threading
 import warnings
 from collections.abc import Sequence
+from ctypes import c_size_t
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +50,8 @@ from tritone.platform import Platform, host, site_packages_dirs, unique_paths
 
 PIP_NVRTC_12 = "nvidia-cuda-nvrtc-cu12"
 PIP_NVRTC_13 = "nvidia-cuda-nvrtc"
+PIP_CUBLAS_12 = "nvidia-cublas-cu12"
+PIP_CUBLAS_13 = "nvidia-cublas"
 # What NVRTC 12.9, the last 12.x, knows (nvrtcGetSupportedArchs). NVRTC 13 starts at sm_75 and adds
 # sm_88, sm_110 (Jetson Thor, sm_101 before CUDA 13) and every architecture after sm_121.
 ARCHS_OF_NVRTC_12 = frozenset({50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121})
@@ -64,7 +73,7 @@ _LINUX_SYSTEM_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
 
 
 class LibraryNotFound(TritonError):
-    """The driver or NVRTC could not be found or used. The message lists every
+    """The driver, NVRTC or cuBLASLt could not be found or used. The message lists every
     place searched, what was found there and why it was not used, and how to fix it."""
 
     def __init__(self, message: str, places: Sequence[str] = (), probes: Sequence[Probe] = ()):
@@ -96,18 +105,22 @@ class Search:
 
 @dataclass(frozen=True)
 class Probe:
-    """What trying one candidate showed: its version and architectures once
-    loaded, and the verdict ("chosen", "usable", or why it was not used)."""
+    """What trying one candidate of `library` showed: its version (and for NVRTC
+    the architectures it knows) once loaded, and the verdict ("chosen", "usable",
+    or why it was not used)."""
 
     candidate: Candidate
     version: tuple[int, int] | None
     archs: tuple[int, ...]
     verdict: str
+    library: str = "NVRTC"
 
     def describe(self) -> str:
         found = f"{self.candidate.path} [{self.candidate.source}]"
         if self.version is not None:
-            found += f": NVRTC {self.version[0]}.{self.version[1]}, {_arch_span(self.archs)}"
+            found += f": {self.library} {self.version[0]}.{self.version[1]}"
+            if self.library == "NVRTC":
+                found += f", {_arch_span(self.archs)}"
         return f"{found}: {self.verdict}"
 
 
@@ -168,21 +181,67 @@ def _install_command(platform: Platform, package: str) -> str:
     return f"{quoted} -m pip install {package}   (or: pip install {package})"
 
 
-# --------------------------------------------------------------------------- NVRTC search
+# --------------------------------------------------------------------------- the search
 
 
-def _nvrtc_names(platform: Platform, names: Sequence[str]) -> list[str]:
-    """The NVRTC library names among `names`, best first. Windows: nvrtc64_<MM>0_0.dll,
-    newest first (`.alt.dll` builds never match). Linux: per major version the
-    shortest versioned name (libnvrtc.so.12 before libnvrtc.so.12.9.86, the same
-    library), newest major first; the unversioned libnvrtc.so only alone."""
+@dataclass(frozen=True)
+class Wheel:
+    """Where one `nvidia` pip wheel puts a library: `package` is its folder under
+    site-packages, and each system's subfolders of it are tried in order;
+    `source` names the wheel in messages."""
+
+    source: str
+    package: tuple[str, ...]
+    windows: tuple[tuple[str, ...], ...]
+    linux: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class LibraryKind:
+    """One NVIDIA library searched for. `windows_name` matches its DLL names, group 1
+    being the number that orders versions (newest first); `linux_name` its shared
+    objects, group 1 the version suffix (".12", ".12.9.86", "" when unversioned).
+    `short_name` is what `find_library` and cuda-pathfinder are asked for,
+    `windows_glob` how messages write its DLL names, the system names what the
+    OS loader is asked for last, newest first."""
+
+    title: str
+    short_name: str
+    windows_name: re.Pattern[str]
+    linux_name: re.Pattern[str]
+    windows_glob: str
+    windows_system_names: tuple[str, ...]
+    linux_system_names: tuple[str, ...]
+    wheels: tuple[Wheel, ...]
+
+
+NVRTC_LIBRARY = LibraryKind(
+    "NVRTC", "nvrtc", _WINDOWS_NVRTC, _LINUX_NVRTC, "nvrtc64_*.dll", _WINDOWS_SYSTEM_NAMES, _LINUX_SYSTEM_NAMES,
+    (Wheel(f"pip {PIP_NVRTC_12}", ("nvidia", "cuda_nvrtc"), (("bin",),), (("lib",),)),
+     Wheel(f"pip {PIP_NVRTC_13} (CUDA 13)", ("nvidia", "cu13"), (("bin", "x86_64"),), (("lib",),))))
+
+CUBLASLT_LIBRARY = LibraryKind(
+    "cuBLASLt", "cublasLt", re.compile(r"^cublasLt64_(\d+)\.dll$", re.IGNORECASE),
+    re.compile(r"^libcublasLt\.so((?:\.\d+)*)$"), "cublasLt64_*.dll",
+    ("cublasLt64_13.dll", "cublasLt64_12.dll", "cublasLt64_11.dll"),
+    ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
+    (Wheel(f"pip {PIP_CUBLAS_12}", ("nvidia", "cublas"), (("bin",),), (("lib",),)),
+     # CUDA 13's wheels keep Windows DLLs per architecture (bin\x86_64); plain bin is looked at too.
+     Wheel(f"pip {PIP_CUBLAS_13} (CUDA 13)", ("nvidia", "cu13"), (("bin", "x86_64"), ("bin",)), (("lib",),))))
+
+
+def _library_names(platform: Platform, kind: LibraryKind, names: Sequence[str]) -> list[str]:
+    """The names among `names` that are `kind`'s library, best first. Windows: newest
+    version first (NVRTC's `.alt.dll` builds never match). Linux: per major version
+    the shortest versioned name (libnvrtc.so.12 before libnvrtc.so.12.9.86, the same
+    library), newest major first; the unversioned name only alone."""
     if platform.is_windows:
-        matched = [(int(m.group(1)), name) for name in names if (m := _WINDOWS_NVRTC.match(name))]
+        matched = [(int(m.group(1)), name) for name in names if (m := kind.windows_name.match(name))]
         return [name for _, name in sorted(matched, reverse=True)]
     per_major: dict[int, tuple[int, str]] = {}
     unversioned = []
     for name in names:
-        m = _LINUX_NVRTC.match(name)
+        m = kind.linux_name.match(name)
         if not m:
             continue
         parts = [int(part) for part in m.group(1).split(".") if part]
@@ -197,28 +256,30 @@ def _nvrtc_names(platform: Platform, names: Sequence[str]) -> list[str]:
     return unversioned
 
 
-def _is_nvrtc_file(platform: Platform, path: str) -> bool:
-    return bool(_nvrtc_names(platform, [platform.path.basename(path)]))
+def _is_library_file(platform: Platform, kind: LibraryKind, path: str) -> bool:
+    return bool(_library_names(platform, kind, [platform.path.basename(path)]))
 
 
 class _Searcher:
-    """Collects candidates and a description of every place looked at."""
+    """Collects the candidates of one library kind and a description of every place
+    looked at. Without a kind (the driver's search) files are only named one by one."""
 
-    def __init__(self, platform: Platform):
+    def __init__(self, platform: Platform, kind: LibraryKind | None = None):
         self.platform = platform
+        self.kind = kind
         self.candidates: list[Candidate] = []
         self.places: list[str] = []
 
     def folder(self, source: str, folder: str, *, note_absent: bool = True) -> bool:
-        """Search one folder; returns whether it held an NVRTC."""
+        """Search one folder; returns whether it held the library."""
         if not self.platform.is_dir(folder):
             if note_absent:
                 self.places.append(f"{source}: {folder} (no such folder)")
             return False
-        names = _nvrtc_names(self.platform, self.platform.list_dir(folder))
+        names = _library_names(self.platform, self.kind, self.platform.list_dir(folder))
         if not names:
             if note_absent:
-                self.places.append(f"{source}: {folder} (no NVRTC library in it)")
+                self.places.append(f"{source}: {folder} (no {self.kind.title} library in it)")
             return False
         self.places.append(f"{source}: {folder}")
         self.candidates += [Candidate(self.platform.path.join(folder, name), source) for name in names]
@@ -228,13 +289,18 @@ class _Searcher:
         self.places.append(f"{source}: {path}")
         self.candidates.append(Candidate(path, source))
 
-    def package(self, source: str, sites: Sequence[str], package: Sequence[str], subfolder: Sequence[str]) -> None:
-        """An installed Python package's library folder, in every site-packages
-        folder that has the package; one line for all when none has it."""
+    def package(self, source: str, sites: Sequence[str], package: Sequence[str],
+                subfolders: Sequence[Sequence[str]]) -> None:
+        """An installed Python package's library folders (tried in order), in every
+        site-packages folder that has the package; one line for all when none has it."""
         path = self.platform.path
         installed = [site for site in sites if self.platform.is_dir(path.join(site, *package))]
         for site in installed:
-            self.folder(source, path.join(site, *package, *subfolder))
+            folders = [path.join(site, *package, *subfolder) for subfolder in subfolders]
+            if len(folders) == 1:
+                self.folder(source, folders[0])
+            elif not any([self.folder(source, folder, note_absent=False) for folder in folders]):
+                self.places.append(f"{source}: {' or '.join(folders)} (no {self.kind.title} library in them)")
         if not installed:
             self.places.append(f"{source}: not installed in {', '.join(sites) or 'any site-packages folder'}")
 
@@ -244,7 +310,7 @@ class _Searcher:
         found = [self.folder(source, self.platform.path.join(root, *sub), note_absent=False) for sub in subfolders]
         if not any(found):
             where = "bin" if self.platform.is_windows else "lib64 or lib"
-            self.places.append(f"{source}: {root} (no NVRTC library in {where})")
+            self.places.append(f"{source}: {root} (no {self.kind.title} library in {where})")
 
     def result(self) -> Search:
         seen: set[str] = set()
@@ -268,8 +334,7 @@ def nvrtc_search(platform: Platform, override: str | None = None, *, system_look
     search ends before cuda-pathfinder when it is installed, and the system
     search offers its fixed library names only, not what `find_library`
     answers (which runs programs); each costs tens of milliseconds."""
-    searcher = _Searcher(platform)
-    windows = platform.is_windows
+    searcher = _Searcher(platform, NVRTC_LIBRARY)
     if override:
         if platform.is_file(override):
             searcher.file(NVRTC_OVERRIDE, override)
@@ -279,18 +344,30 @@ def nvrtc_search(platform: Platform, override: str | None = None, *, system_look
             searcher.places.append(f"{NVRTC_OVERRIDE}: {override} (no such file or folder)")
         return searcher.result()
     searcher.places.append(f"{NVRTC_OVERRIDE}: not set")
+    return _search_everywhere(searcher, system_lookup)
 
-    loaded = [library for library in platform.loaded_libraries() if _is_nvrtc_file(platform, library)]
+
+def cublaslt_search(platform: Platform, *, system_lookup: bool = True) -> Search:
+    """Every cuBLASLt candidate on `platform`, in the order NVRTC is searched
+    after its override (see the module's docstring), without loading any;
+    `system_lookup` as for `nvrtc_search`."""
+    return _search_everywhere(_Searcher(platform, CUBLASLT_LIBRARY), system_lookup)
+
+
+def _search_everywhere(searcher: _Searcher, system_lookup: bool) -> Search:
+    """The search after the override: the copy this process has loaded, the pip
+    wheels, torch/lib, cuda-pathfinder, toolkits, conda, the system."""
+    platform, kind = searcher.platform, searcher.kind
+    loaded = [library for library in platform.loaded_libraries() if _is_library_file(platform, kind, library)]
     for library in loaded:
         searcher.file("already loaded by this process", library)
     if not loaded:
-        searcher.places.append("libraries this process has loaded: none is NVRTC")
+        searcher.places.append(f"libraries this process has loaded: none is {kind.title}")
 
     sites = site_packages_dirs(platform)
-    searcher.package(f"pip {PIP_NVRTC_12}", sites, ("nvidia", "cuda_nvrtc"), ("bin",) if windows else ("lib",))
-    searcher.package(f"pip {PIP_NVRTC_13} (CUDA 13)", sites, ("nvidia", "cu13"),
-                     ("bin", "x86_64") if windows else ("lib",))
-    searcher.package("torch/lib", sites, ("torch",), ("lib",))
+    for wheel in kind.wheels:
+        searcher.package(wheel.source, sites, wheel.package, wheel.windows if platform.is_windows else wheel.linux)
+    searcher.package("torch/lib", sites, ("torch",), (("lib",),))
 
     if platform.has_pathfinder():
         if not system_lookup:
@@ -298,7 +375,7 @@ def nvrtc_search(platform: Platform, override: str | None = None, *, system_look
             # milliseconds): the quick search ends here, so that it stays a prefix of the order.
             searcher.places.append("cuda-pathfinder: not asked by the quick search")
             return searcher.result()
-        pathfinder = platform.pathfinder_library("nvrtc")
+        pathfinder = platform.pathfinder_library(kind.short_name)
         if pathfinder:
             searcher.file("cuda-pathfinder", pathfinder)
 
@@ -359,17 +436,18 @@ def _search_conda(platform: Platform, searcher: _Searcher) -> None:
 
 
 def _search_system(platform: Platform, searcher: _Searcher, lookup: bool) -> None:
+    kind = searcher.kind
     if platform.is_windows:
         folders = unique_paths(platform, (platform.getenv("PATH") or "").split(";"))
         held = [folder for folder in folders if searcher.folder("PATH", folder, note_absent=False)]
         if not held:
-            searcher.places.append(f"PATH: none of its {len(folders)} folders holds nvrtc64_*.dll")
-        names = _WINDOWS_SYSTEM_NAMES
+            searcher.places.append(f"PATH: none of its {len(folders)} folders holds {kind.windows_glob}")
+        names = kind.windows_system_names
         source = "system DLL search"
     else:
-        names = _LINUX_SYSTEM_NAMES
+        names = kind.linux_system_names
         source = "system loader (LD_LIBRARY_PATH, ld.so.cache)"
-        found = platform.find_library("nvrtc") if lookup else None
+        found = platform.find_library(kind.short_name) if lookup else None
         if found:
             names = tuple(dict.fromkeys((found, *names)))
     searcher.places.append(f"{source}: {', '.join(names)}")
@@ -576,11 +654,94 @@ def find_driver(platform: Platform, override: str | None = None) -> DriverLibrar
     raise LibraryNotFound("\n".join(lines), search.places, probes)
 
 
+# --------------------------------------------------------------------------- cuBLASLt
+
+
+@dataclass(frozen=True)
+class CublasLtChoice:
+    """The cuBLASLt loaded: the library object, the candidate it came from, its
+    version (major, minor), every candidate tried and the places searched."""
+
+    library: Any
+    candidate: Candidate
+    version: tuple[int, int]
+    probes: tuple[Probe, ...]
+    places: tuple[str, ...] = field(default=(), repr=False)
+
+
+def cublaslt_version(library: Any) -> tuple[int, int]:
+    """(major, minor) of a loaded cuBLASLt, from `cublasLtGetVersion`; AttributeError
+    when the library has no such function (it is not cuBLASLt)."""
+    get_version = library.cublasLtGetVersion
+    get_version.argtypes = []
+    get_version.restype = c_size_t
+    encoded = int(get_version())
+    # major*10000 + minor*100 + patch since cuBLAS 11.9; major*1000 + minor*100 + patch before.
+    if encoded >= 100000:
+        return encoded // 10000, encoded // 100 % 100
+    return encoded // 1000, encoded // 100 % 10
+
+
+def _probe_cublaslt(platform: Platform, candidate: Candidate, driver_version: int | None) -> tuple[Probe, Any]:
+    """Load one candidate: its probe, and the library when it is usable (else None)."""
+    folder = platform.path.dirname(candidate.path)
+    if folder:
+        platform.add_dll_directory(folder)
+    try:
+        library = platform.load_library(candidate.path)
+    except OSError as error:
+        return Probe(candidate, None, (), f"does not load ({error})", "cuBLASLt"), None
+    try:
+        version = cublaslt_version(library)
+    except AttributeError as error:
+        return Probe(candidate, None, (), f"not a cuBLASLt ({error})", "cuBLASLt"), None
+    if driver_version is not None and version[0] * 1000 > driver_version:
+        branch = _DRIVER_BRANCH.get(version[0], f"CUDA {version[0]}")
+        verdict = (f"needs a driver for CUDA {version[0]} ({branch} or newer); "
+                   f"this driver supports CUDA {_driver_cuda_text(driver_version)}")
+        return Probe(candidate, version, (), verdict, "cuBLASLt"), None
+    return Probe(candidate, version, (), "chosen", "cuBLASLt"), library
+
+
+def find_cublaslt(platform: Platform, *, driver_version: int | None = None) -> CublasLtChoice:
+    """Load the first cuBLASLt in search order that loads and whose major version
+    the driver (`cuDriverGetVersion`, e.g. 12080; None: not known) runs. Raises
+    LibraryNotFound listing what was searched and tried, and what to install."""
+    probes: list[Probe] = []
+    tried: set[str] = set()
+    places: tuple[str, ...] = ()
+    # The quick search first; `find_library` and cuda-pathfinder (they run code) only when it fails.
+    for lookup in (False, True):
+        search = cublaslt_search(platform, system_lookup=lookup)
+        places = search.places
+        for candidate in search.candidates:
+            if candidate.path in tried:
+                continue
+            tried.add(candidate.path)
+            probe, library = _probe_cublaslt(platform, candidate, driver_version)
+            probes.append(probe)
+            if library is not None:
+                return CublasLtChoice(library, candidate, probe.version, tuple(probes), places)
+    if any(probe.version is not None for probe in probes):
+        lines = ["No usable cuBLASLt (NVIDIA's matrix-multiply library) was found. Found, and why each was not used:"]
+    else:
+        lines = ["cuBLASLt (NVIDIA's matrix-multiply library, which `triton._C.libtriton.nvidia.cublas` calls) "
+                 "was not found. Tried:"]
+    lines += [f"  - {probe.describe()}" for probe in probes]
+    lines.append("Searched:")
+    lines += [f"  - {place}" for place in places]
+    lines.append(f"Fix: {_install_command(platform, PIP_CUBLAS_12)}")
+    lines.append(f"or, with a CUDA 13 driver (R580 or newer): {_install_command(platform, PIP_CUBLAS_13)}. "
+                 "torch's CUDA builds bring cuBLASLt with them.")
+    raise LibraryNotFound("\n".join(lines), places, probes)
+
+
 # --------------------------------------------------------------------------- process-wide choices
 
 _lock = threading.Lock()
 _nvrtc_choices: dict[tuple[int | None, int | None, str | None], NvrtcChoice] = {}
 _drivers: dict[str | None, DriverLibrary] = {}
+_cublaslts: dict[int | None, CublasLtChoice] = {}
 
 
 def nvrtc_for(arch: int | None = None, *, driver_version: int | None = None) -> NvrtcChoice:
@@ -596,6 +757,16 @@ def nvrtc_for(arch: int | None = None, *, driver_version: int | None = None) -> 
             _nvrtc_choices[key] = choice
             if choice.ptx_fallback:
                 warnings.warn(choice.reason, RuntimeWarning, stacklevel=2)
+        return choice
+
+
+def load_cublaslt(*, driver_version: int | None = None) -> CublasLtChoice:
+    """This process's cuBLASLt for a driver of CUDA version `driver_version`, found once and remembered."""
+    with _lock:
+        choice = _cublaslts.get(driver_version)
+        if choice is None:
+            choice = find_cublaslt(host(), driver_version=driver_version)
+            _cublaslts[driver_version] = choice
         return choice
 
 
