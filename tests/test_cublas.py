@@ -686,7 +686,7 @@ def gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA GPU")
-    from triton._C.libtriton import nvidia
+    from tritone._C.libtriton import nvidia
 
     handle = nvidia.cublas.CublasLt(torch.empty(32 * 1024 * 1024, device="cuda", dtype=torch.uint8))
     yield torch, handle

@@ -449,13 +449,14 @@ def _check_descriptor_rows(op: Operation) -> None:
 
 def _check_tma_access(op: Operation) -> None:
     """tma_load (tensor map, offsets, and optionally shape and NaN-padding flag)
-    and tma_store (tensor map, value, offsets)."""
+    and tma_store (tensor map, value, offsets, and optionally the run-time check
+    and the descriptor's base pointer, shape and strides for when it fails)."""
     tensormap = op.operands[0].type
     if not isinstance(tensormap, tensormap_type):
         _fail(f"the first operand must be a tensor map, got {_t(tensormap)}")
     rank = tensormap.rank
     first = 1 if op.name == "tma_load" else 2
-    counts = (first + rank, first + 2 * rank + 1) if op.name == "tma_load" else (first + rank,)
+    counts = (first + rank, first + 2 * rank + 1) if op.name == "tma_load" else (first + rank, first + 3 * rank + 2)
     if len(op.operands) not in counts:
         _fail(f"a rank-{rank} tensor map takes {' or '.join(map(str, counts))} operands here, "
               f"got {len(op.operands)}")
@@ -464,9 +465,12 @@ def _check_tma_access(op: Operation) -> None:
     else:
         _expect_shaped("the value", op.operands[1].type, tensormap.block)
     _expect_types("the offsets", _types(op.operands[first:first + rank]), [int32] * rank)
-    if len(op.operands) > first + rank:
+    if len(op.operands) > first + rank and op.name == "tma_load":
         _expect_types("the shape", _types(op.operands[first + rank:first + 2 * rank]), [int32] * rank)
         _expect_type("the NaN-padding flag", op.operands[-1].type, int1)
+    elif len(op.operands) > first + rank:
+        _expect_type("the check", op.operands[first + rank].type, int1)
+        _expect_types("the shape", _types(op.operands[first + rank + 2:first + 2 * rank + 2]), [int32] * rank)
 
 
 def _yield_types(region: Region) -> list[dtype]:

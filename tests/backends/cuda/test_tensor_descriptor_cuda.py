@@ -280,7 +280,7 @@ def test_the_gpu_checks_in_the_interpreter(check, monkeypatch):
 def grouped_tma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """C = A @ Bᵀ over host descriptors in grouped program order (tutorial 09's TMA
     kernel): the output's offsets come from `%` and `min`, which no analysis proves
-    non-negative, so the TMA store keeps a run-time check and a pointer-code branch."""
+    non-negative, so the TMA store keeps a run-time check."""
     pid = tl.program_id(0)
     num_pid_m, num_pid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     group_id = pid // (8 * num_pid_n)
@@ -315,17 +315,16 @@ def test_host_descriptor_tiles_of_every_dot_dtype_arrive_by_pipelined_tma(elemen
     assert kernel.metadata.tensormap_boxes[:2] == [[[64, rows], swizzle]] * 2
 
 
-def test_a_tma_stores_pointer_code_fallback_converts_its_value_in_its_own_branch(monkeypatch):
-    # the store's run-time check picks TMA (stmatrix into the staged tile) or pointer code; the
-    # value's conversion to the pointer code's layout is made in that branch only, so the
-    # TMA branch pays no round trip through shared memory for it
+def test_a_checked_tma_store_keeps_no_second_copy_of_its_block(monkeypatch):
+    # the store's run-time check picks the copy engine or the threads, both writing out the
+    # tile staged by stmatrix: no conversion of the value to a pointer-code layout (a second
+    # copy of the block in registers, beside the accumulator)
     monkeypatch.delenv("TRITONE_TMA", raising=False)
     kernel = _grouped_tma_matmul("fp16", 64, 64, 64)
     module = parse_module(kernel.asm["ttir"])
     lowering.generate_cuda(module, 90, {"num_warps": 4, "num_stages": 3})
     (fn,) = module.functions.values()
-    branch = next(op for op in fn.body.ops if op.name == "if" and any(
-        inner.name == "tma_store" for inner in op.regions[0].walk()))
-    assert not [op for op in fn.body.ops if op.name == "convert_layout"]
-    assert [op.name for op in branch.regions[1].ops if op.name == "convert_layout"] == ["convert_layout"]
+    (store,) = [op for op in fn.walk() if op.name == "tma_store"]
+    assert len(store.operands) == 2 + 2 + 1 + 1 + 2 + 2, "map, value, offsets, check, base, sizes, strides"
+    assert not [op for op in fn.walk() if op.name in ("convert_layout", "store")]
     assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in kernel.asm["ptx"]

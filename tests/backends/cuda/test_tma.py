@@ -503,15 +503,16 @@ def test_the_gpu_checks_in_the_interpreter(check, arguments, monkeypatch):
     check("cpu", *arguments)
 
 
-def test_a_store_at_a_negative_offset_stays_pointer_code_at_run_time(monkeypatch):
+def test_a_store_at_a_negative_offset_is_written_by_the_threads_at_run_time(monkeypatch):
     # The copy engine faults on a store box starting before the tensor (an H100 showed an
-    # illegal instruction): the TMA store runs under `offsets >= 0`, pointer code otherwise.
-    ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
-    monkeypatch.setenv("TRITONE_TMA", "0")
-    pointer_ptx = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90).asm["ptx"]
+    # illegal instruction): the TMA store runs under `offsets >= 0`; otherwise the threads
+    # write the staged tile out, element by element within the tensor's bounds.
+    kernel = _compile(copy_2d, _signature("fp16", [16, 64]), {"BM": 16, "BN": 64}, 90)
+    ptx, cuda = kernel.asm["ptx"], kernel.asm["cuda"]
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
-    # every global store of the pointer-code kernel (`out`'s and the descriptor's) is still there
-    assert ptx.count("st.global") == pointer_ptx.count("st.global") > 0
+    assert "for (int tt_e = threadIdx.x; tt_e < 1024; tt_e += blockDim.x)" in cuda
+    assert re.search(r"tt_g0 >= 0 && tt_g0 < \(long long\)\(arg\d+_dst_shape0\)", cuda)
+    assert re.search(r"st\.global\.(b16|u16)", ptx), "the fallback's element stores"
 
 
 def _ir_after_tma(kernel, signature: dict, constants: dict, capsys) -> str:
@@ -524,14 +525,17 @@ def _ir_after_tma(kernel, signature: dict, constants: dict, capsys) -> str:
 def test_offsets_the_copy_engine_may_fault_on_are_checked_at_run_time(capsys):
     # The copy engine faults (illegal instruction, on an H100) on a box whose innermost
     # offset is not a multiple of 16 bytes, and on a store box starting before the
-    # tensor. copy_2d's fp32 column offset pn * 4 - 2 may be either: both copies sit
-    # in an `if` on `(n & 3) == 0`, the store's also on every offset >= 0, with the
-    # descriptor op in the other branch.
+    # tensor. copy_2d's fp32 column offset pn * 4 - 2 may be either: the load sits in an
+    # `if` on `(n & 3) == 0` with the descriptor op in the other branch; the store takes
+    # that check and every offset >= 0 as an operand, with the descriptor's base, shape
+    # and strides for when it fails.
     ir = _ir_after_tma(copy_2d, _signature("fp32", [8, 4]), {"BM": 8, "BN": 4}, capsys)
     assert ir.count("tma_load(") == 1 and ir.count("tma_store(") == 1
-    assert ir.count("descriptor_load(") == 1 and ir.count("descriptor_store(") == 1
-    assert ir.count("= if(") == 1 and ir.count(" if(") == 2
+    assert ir.count("descriptor_load(") == 1 and ir.count("descriptor_store(") == 0
+    assert ir.count("= if(") == 1 and ir.count(" if(") == 1
     assert ir.count('{pred = "eq"}') == 2 and ir.count('{pred = "ge"}') >= 2
+    store = next(line for line in ir.splitlines() if "tma_store(" in line)
+    assert store.count("%") == 2 + 2 + 1 + 1 + 2 + 2, "map, value, 2 offsets, check, base, 2 sizes, 2 strides"
 
 
 def test_offsets_proven_aligned_get_no_check(capsys):
@@ -540,4 +544,4 @@ def test_offsets_proven_aligned_get_no_check(capsys):
     desc = "tensordesc<fp16[16, 64]>"
     ir = _ir_after_tma(tile_copy, {"src": desc, "dst": desc}, {"BM": 16, "BN": 64}, capsys)
     assert "descriptor_load(" not in ir and "= if(" not in ir, "the aligned load is a plain TMA load"
-    assert ir.count(" if(") == 1 and '{pred = "eq"}' not in ir and ir.count('{pred = "ge"}') == 2
+    assert ir.count(" if(") == 0 and '{pred = "eq"}' not in ir and ir.count('{pred = "ge"}') == 2

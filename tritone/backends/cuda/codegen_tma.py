@@ -125,7 +125,7 @@ def _declare_copies(em: Emitter, rank: int) -> None:
         f'  asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group '
         f'[%0, {_coordinate_list(rank, 2)}], [%1];\\n\\t"\n'
         f'               "cp.async.bulk.commit_group;\\n\\t"\n'
-        f'               "cp.async.bulk.wait_group 0;"\n'
+        f'               "cp.async.bulk.wait_group.read 0;"\n'
         f'               :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(src), {inputs} : "memory");\n}}')
 
 
@@ -274,11 +274,42 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
                       width == 1)
     em.line("tt_fence_proxy_async();")  # the copy engine reads what these threads wrote
     em.barrier()
+    checked = len(op.operands) > 2 + rank
+    if checked:
+        em.open(f"if ({em.name(op.operands[2 + rank])})")
     em.open("if (threadIdx.x == 0)")
     for at, coords in _boxes(tensormap, offsets):
         em.line(f"tt_tma_store_{rank}d({em.name(op.operands[0])}, tt_shared_address(tt_buf) + {at}u, "
                 f"{', '.join(coords)});")
     em.close()
+    if checked:
+        em.close()
+        em.open("else")
+        _store_staged_by_threads(em, op, element, shape, box, offsets)
+        em.close()
+        em.barrier()  # the staged bytes are read before anyone reuses them
+    em.close()
+
+
+def _store_staged_by_threads(em: Emitter, op: Operation, element: str, shape: tuple[int, ...],
+                             box: tuple[int, ...], offsets: list[str]) -> None:
+    """The staged tile written to the tensor by the threads, one element each at a
+    time, those outside the tensor dropped (where the copy engine would fault)."""
+    rank = len(shape)
+    base = em.name(op.operands[3 + rank])
+    sizes = [em.name(v) for v in op.operands[4 + rank:4 + 2 * rank]]
+    strides = [em.name(v) for v in op.operands[4 + 2 * rank:4 + 3 * rank]]
+    em.open(f"for (int tt_e = threadIdx.x; tt_e < {math.prod(shape)}; tt_e += blockDim.x)")
+    coords, inside, address = [], [], []
+    for d in range(rank):
+        below = math.prod(shape[d + 1:])
+        coord = f"((tt_e / {below}) % {shape[d]})" if d else f"(tt_e / {below})"
+        coords.append(coord)
+        em.line(f"const long long tt_g{d} = (long long)({offsets[d]}) + {coord};")
+        inside.append(f"tt_g{d} >= 0 && tt_g{d} < (long long)({sizes[d]})")
+        address.append(f"tt_g{d} * (long long)({strides[d]})")
+    em.line(f"if ({' && '.join(inside)}) reinterpret_cast<{element}*>({base})[{' + '.join(address)}] = "
+            f"tt_buf[{_staging_index(coords, shape, box)}];")
     em.close()
 
 

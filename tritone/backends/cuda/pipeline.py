@@ -45,6 +45,18 @@ stages wrap), and the mbarriers are invalidated after the loop. A tile whose
 map other loads also read gets a map of its own (`_own_map`). A loop pipelines its tiles one way:
 where some of its tiles cannot use TMA, its TMA loads are left as they are.
 
+Where the loop's parent loop asks for it (`tl.range(..., flatten=True)`, a
+persistent kernel's loop over tiles; upstream Triton fuses the two loops), the
+next outer trip's first copies are issued right after this loop ends, before
+the epilogue, instead of before the loop's next run (`_tile_ahead`): the
+stages and mbarriers are made before the outer loop and dropped after it, the
+outer loop carries the stage and phase from one run of the inner loop to the
+next, and the ops of the outer body that the copies' addresses need are
+computed again for the next tile.
+
+A wgmma dot left in flight whose result a later `if` of the loop reads (a
+store in the last trip, say) is waited for at the start of that branch.
+
 `tl.range(..., num_stages=n)` sets a loop's stages, else the kernel's
 `num_stages` (n <= 1: no pipelining).
 """
@@ -271,7 +283,9 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
     """The wgmma dots of `body` that may stay in flight into the next trip, each with
     the index of the carried value it accumulates into: the dot reads two pipelined
     tiles, it is the only reader
-    of that carried value and its result is only yielded back in the same place.
+    of that carried value and its result is yielded back in the same place and
+    otherwise read only in branches of later `if`s (a hand-flattened loop's
+    epilogue), which wait for it first (`_branches_reading`).
     Empty unless every wgmma dot of the body is one (the copies' stage rule changes
     for all tiles at once)."""
     found = []
@@ -285,13 +299,30 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
         if op.operands[0] not in pipelined or op.operands[1] not in pipelined or acc not in args:
             return []
         index = args.index(acc)
-        result_users = users.get(result, [])
-        if len(users.get(acc, [])) != 1 or len(result_users) != 1 or result_users[0] is not terminator:
+        if len(users.get(acc, [])) != 1 or _branches_reading(body, op, users) is None:
             return []
         if [i for i, v in enumerate(terminator.operands) if v is result] != [index]:
             return []
         found.append((op, index))
     return found
+
+
+def _branches_reading(body: Region, dot: Operation, users) -> list[Region] | None:
+    """The branches of `if`s after `dot` in `body` that read its result, when all
+    its readers but `body`'s yield are in such branches; else None."""
+    after = {id(op): op for op in body.ops[body.ops.index(dot) + 1:-1] if op.name == "if"}
+    branches: list[Region] = []
+    for user in users.get(dot.results[0], []):
+        if user is body.terminator:
+            continue
+        region = user.parent
+        while isinstance(region.parent, Operation) and id(region.parent) not in after:
+            region = region.parent.parent
+        if not isinstance(region.parent, Operation) or region.parent.parent is not body:
+            return None
+        if not any(region is known for known in branches):
+            branches.append(region)
+    return branches
 
 
 def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap,
@@ -318,8 +349,8 @@ def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap
     # slice ops only where the rest reads them; none of those may see an ahead value
     rest = [op for op in body.ops[:-1] if id(op) not in chain_ops and id(op) not in slice_ids]
     needed = set()
-    stack = [v for op in rest for v in op.operands] + [v for i, v in enumerate(body.terminator.operands)
-                                                         if i not in ahead]
+    stack = [v for op in rest for inner in op.walk() for v in inner.operands] + [
+        v for i, v in enumerate(body.terminator.operands) if i not in ahead]
     while stack:
         v = stack.pop()
         if v in ahead_args:
@@ -337,6 +368,66 @@ def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap
         return False
     _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users, shared_limit)
     return True
+
+
+def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation], ahead: set[int], levels: int,
+                reserved: int, shared_limit: int | None) -> tuple[Operation, list[Operation]] | None:
+    """Where the first trips of `loop` may be copied while the trip before of the
+    loop around it runs its last trips and epilogue (`tl.range(..., flatten=True)`
+    on that loop): (the outer loop, the ops of its body, in order, to compute again
+    for its next trip). None where that cannot be done exactly: another outer loop,
+    an outer step that is not a positive constant, a second loop in the outer body,
+    copies whose addresses come from loads of the loop or from values the loop
+    advances, or from values of the outer body that have effects or regions or
+    depend on what the outer loop carries; or where the stages would stay in
+    shared memory beside the epilogue's tiles (`reserved` bytes) beyond `shared_limit`."""
+    outer = loop.parent.parent
+    if not isinstance(outer, Operation) or outer.name != "for" or not outer.attrs.get("flatten"):
+        return None
+    step = outer.operands[2].defining_op
+    if ahead or levels or step is None or step.name != "constant" or not isinstance(step.attrs.get("value"), int) \
+            or isinstance(step.attrs.get("value"), bool) or step.attrs["value"] <= 0:
+        return None
+    outer_body = outer.regions[0]
+    if [op for op in outer_body.ops if op.name in ("for", "while")] != [loop]:
+        return None
+    after = outer_body.ops[outer_body.ops.index(loop) + 1:]
+    epilogue = max([tile_bytes(op.operands[1].type) for e in after for op in e.walk() if op.name == "tma_store"]
+                   + [tile_bytes(op.results[0].type) for e in after for op in e.walk()
+                      if op.name == "convert_layout" and op.results[0].type.is_block()], default=0)
+    if shared_limit and reserved + epilogue > shared_limit:
+        return None
+    chosen: set[int] = set()
+    stack = [v for op in slice_ops for v in op.operands] + list(loop.operands[:3]) + [
+        v for chain in chains for v in chain.load.operands]
+    while stack:
+        v = stack.pop()
+        if v.owner is outer_body and v is not outer_body.args[0]:
+            return None  # a value the outer loop carries: its next one comes after the epilogue
+        op = v.defining_op
+        if op is None or op.parent is not outer_body or id(op) in chosen:
+            continue
+        if op.regions or not is_pure(op):
+            return None
+        chosen.add(id(op))
+        stack.extend(op.operands)
+    return outer, [op for op in outer_body.ops if id(op) in chosen]
+
+
+def _carry_through(outer: Operation, inits: list[Value], yielded: list[Value]) -> Operation:
+    """`outer` made again carrying `inits` too (their values in its body: the last
+    block arguments, already added; `yielded`: their next values); the new loop,
+    in its place."""
+    body = outer.regions[0]
+    body.terminator.operands = list(body.terminator.operands) + list(yielded)
+    new = Operation("for", list(outer.operands) + list(inits), [r.type for r in outer.results] + [v.type for v in inits],
+                    dict(outer.attrs), [body], outer.loc)
+    region = outer.parent
+    region.insert(region.ops.index(outer), new)
+    for old, value in zip(outer.results, new.results):
+        replace_all_uses(region, old, value)
+    region.ops.remove(outer)
+    return new
 
 
 def _indirection_levels(slice_ops: list[Operation]) -> int:
@@ -418,12 +509,17 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     # wgmma dots left in flight read their stage during the next trip too: one
     # more stage, and each trip's copies go to the stage the trip before read
     in_flight = _in_flight_dots(body, users, chains)
+    # the epilogue branches reading an in-flight result wait for it first (found before
+    # the body's ops move into the new loop)
+    waits = [(dot, _branches_reading(body, dot, users)) for dot, _ in in_flight]
     stage_bytes = sum(tile_bytes(chain.load.results[0].type) for chain in chains)
     levels = _indirection_levels(slice_ops)
     if shared_limit and levels and (prefetch + (1 if in_flight else 0)) * stage_bytes > shared_limit:
         prefetch = max(1, prefetch // (levels + 1))
     slots = prefetch + (1 if in_flight else 0)
-    b = _Builder(parent, loop, loop.loc)
+    plan = _tile_ahead(loop, chains, slice_ops, ahead, levels, slots * stage_bytes, shared_limit)
+    # with a tile-ahead plan the stages live across the outer loop: made before it
+    b = _Builder(plan[0].parent, plan[0], loop.loc) if plan else _Builder(parent, loop, loop.loc)
     barriers = None
     if chains[0].load.name == "tma_load":
         for chain in chains:
@@ -450,21 +546,41 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         buffers.append(b.value("local_buffer", [], block_type(load_ty.scalar, [slots] + list(load_ty.shape),
                                                               layout)))
 
-    # prologue: the first `prefetch` trips' copies, and the ahead carried values after them
+    # prologue: the first `prefetch` trips' copies, and the ahead carried values after them;
+    # with a tile-ahead plan, those of the outer loop's first trip, before it
+    outer_values: dict[Value, Value] = {}
+    outer_ok = None
+    if plan:
+        outer, outer_ops = plan
+        outer_values = {outer.regions[0].args[0]: outer.operands[0]}
+        for op in outer_ops:
+            b.clone(op, outer_values)
+        outer_ok = b.value("cmp", [outer.operands[0], outer.operands[1]], int1, pred="lt")
     current = {i: loop.operands[3 + i] for i in ahead}
+    first_lb, first_ub, first_step = (outer_values.get(v, v) for v in (lb, ub, step))
     for s in range(prefetch):
-        iv = b.value("add", [lb, b.value("mul", [step, b.constant(s, iv_ty)], iv_ty)], iv_ty) if s else lb
-        in_range = b.value("cmp", [iv, ub], int1, pred="lt")
-        mapping = {body.args[0]: iv, **{body.args[1 + i]: current[i] for i in ahead}}
+        iv = b.value("add", [first_lb, b.value("mul", [first_step, b.constant(s, iv_ty)], iv_ty)],
+                     iv_ty) if s else first_lb
+        in_range = b.value("cmp", [iv, first_ub], int1, pred="lt")
+        if outer_ok is not None:
+            in_range = b.value("and", [in_range, outer_ok], int1)
+        mapping = {**outer_values, body.args[0]: iv, **{body.args[1 + i]: current[i] for i in ahead}}
         for op in slice_ops:
             _clone_ahead(b, op, mapping, in_range)
         _issue_copies(b, chains, buffers, b.constant(s, int32), mapping, in_range, barriers)
         current = {i: mapping.get(body.terminator.operands[i], body.terminator.operands[i]) for i in ahead}
 
     # the new loop: the old carried values (ahead ones advanced), then the stage (and
-    # with mbarriers the phase of the stage's next completion)
+    # with mbarriers the phase of the stage's next completion); with a tile-ahead plan
+    # both go on from the outer loop's trip before, which carries them
     extra = [int32] if barriers is None else [int32, int32]
-    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [b.constant(0, int32) for _ in extra]
+    if plan:
+        starts = [b.constant(0, int32) for _ in extra]
+        outer_body = plan[0].regions[0]
+        carried = [outer_body.add_arg(int32, name) for name in ("stage", "phase")[:len(extra)]]
+        inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + carried
+    else:
+        inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [b.constant(0, int32) for _ in extra]
     new_body = Region([a.type for a in body.args] + extra,
                       [a.name_hint for a in body.args] + ["stage", "phase"][:len(extra)])
     new_loop = Operation("for", list(loop.operands[:3]) + inits, [r.type for r in loop.results] + extra,
@@ -525,14 +641,45 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     nb.op("yield", yielded)
 
     after = parent.ops.index(new_loop) + 1
-    if barriers is None:
-        parent.insert(after, Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc))
+    drained = Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc) if barriers is None else \
+        Operation("mbarrier_inval", [barriers], [], {}, loc=loop.loc)
+    if plan:
+        # the outer loop's next trip's first copies, once every thread is done with the stages
+        outer, outer_ops = plan
+        outer_body = outer.regions[0]
+        ab = _Builder(parent, parent.ops[after], loop.loc)
+        ab.op("barrier", [])
+        next_iv = ab.value("add", [outer_body.args[0], outer.operands[2]], outer_body.args[0].type)
+        next_ok = ab.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
+        next_values = {outer_body.args[0]: next_iv}
+        for op in outer_ops:
+            ab.clone(op, next_values)
+        next_lb, next_ub, next_step = (next_values.get(v, v) for v in (lb, ub, step))
+        stage_end = new_loop.results[len(loop.results)]
+        for j in range(prefetch):
+            iv = ab.value("add", [next_lb, ab.value("mul", [next_step, ab.constant(j, iv_ty)], iv_ty)],
+                          iv_ty) if j else next_lb
+            in_range = ab.value("and", [ab.value("cmp", [iv, next_ub], int1, pred="lt"), next_ok], int1)
+            mapping = {**next_values, body.args[0]: iv}
+            for op in slice_ops:
+                _clone_ahead(ab, op, mapping, in_range)
+            slot = stage_end
+            if j:
+                bumped = ab.value("add", [stage_end, ab.constant(j, int32)], int32)
+                wrapped = ab.value("cmp", [bumped, ab.constant(slots, int32)], int1, pred="ge")
+                slot = ab.value("select", [wrapped, ab.value("sub", [bumped, ab.constant(slots, int32)], int32),
+                                           bumped], int32)
+            _issue_copies(ab, chains, buffers, slot, mapping, in_range, barriers)
+        new_outer = _carry_through(outer, starts, list(new_loop.results[len(loop.results):]))
+        new_outer.parent.insert(new_outer.parent.ops.index(new_outer) + 1, drained)
     else:
-        # every copy issued was for a trip the loop waited for: none is in flight
-        parent.insert(after, Operation("mbarrier_inval", [barriers], [], {}, loc=loop.loc))
+        parent.insert(after, drained)
     if in_flight:
         for dot, _ in in_flight:
             dot.attrs["in_flight"] = 1
+        for dot, branches in waits:
+            for branch in branches:
+                branch.insert(0, Operation("dot_wait", [dot.results[0]], [], {"pending": 0}, loc=dot.loc))
         accumulators = [new_loop.results[index] for _, index in in_flight]
         parent.insert(after, Operation("dot_wait", accumulators, [], {"pending": 0}, loc=loop.loc))
     for old, new in zip(loop.results, new_loop.results):

@@ -35,10 +35,14 @@ gather and scatter, descriptors passed to calls, host descriptors reached
 through loop-carried values or branches, and every descriptor below sm_90; and, chosen at run time, a load
 whose innermost offset is not a multiple of 16 bytes, or a store where that
 holds or an offset is negative: the copy engine faults on those ("illegal
-instruction", seen on an H100), where Triton's descriptors allow them. The
-TMA op then sits in an `if` whose other branch keeps the descriptor op; a
-check that axis info (`axis_info.py`) proves true is left out, so offsets
-such as `pid * BLOCK` get no branch. A load of an fp8 type the copy engine
+instruction", seen on an H100), where Triton's descriptors allow them. A
+TMA load then sits in an `if` whose other branch keeps the descriptor op; a
+TMA store takes the check and the descriptor's base, shape and strides as
+extra operands, and where the check fails the threads write the staged tile
+out themselves, element by element within bounds (no second copy of the
+block in registers, which pointer code would keep beside a loop's
+accumulator). A check that axis info (`axis_info.py`) proves true is left
+out, so offsets such as `pid * BLOCK` get no branch. A load of an fp8 type the copy engine
 cannot fill with NaN takes the shape and the NaN-padding flag as extra
 operands, so that the code generator writes the padding itself.
 """
@@ -257,20 +261,13 @@ def _rewrite(op: Operation, tensormap: Value, desc_type: tensordesc_type, facts:
         inner.set_insertion_point_to_end(by_pointers)
         inner.create("yield", [result], [], {})
         return
-    if condition is None:
-        builder.create("tma_store", [tensormap, extra, *offsets], [], {})
-        region.ops.remove(op)
-        return
-    by_tma, by_pointers = Region(), Region()
-    builder.create("if", [condition], [], regions=[by_tma, by_pointers])
+    operands = [tensormap, extra, *offsets]
+    if condition is not None:
+        # where the check fails, the staged tile is written out by the threads
+        # (the descriptor's base, shape and strides place it, bounds dropped)
+        operands += [condition, op.operands[0], *shape, *op.operands[1 + rank:1 + 2 * rank]]
+    builder.create("tma_store", operands, [], {})
     region.ops.remove(op)
-    inner = Builder(by_tma)
-    inner.loc = op.loc
-    inner.create("tma_store", [tensormap, extra, *offsets], [], {})
-    inner.create("yield", [], [], {})
-    by_pointers.append(op)
-    inner.set_insertion_point_to_end(by_pointers)
-    inner.create("yield", [], [], {})
 
 
 def _tma_condition(builder: Builder, offsets: list[Value], itemsize: int, facts: AxisInfoMap,

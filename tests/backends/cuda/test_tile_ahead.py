@@ -1,0 +1,246 @@
+"""`tl.range(..., flatten=True)` on a persistent kernel's loop over tiles
+(pipeline.py's tile-ahead plan): the next tile's first copies are issued once
+the current tile's K loop ends, so they arrive during its epilogue; the stages
+and their mbarriers live across the loop over tiles, which carries the stage
+and phase on. And a K loop that reads its in-flight wgmma result in a branch
+(a hand-flattened loop's epilogue) waits for it there.
+
+Without a GPU: where the ops go (sm_90 with TMA and with pointer code, sm_80),
+what is left alone, and the kernels' results in the interpreter. On a GPU
+(`gpu` marker): the same kernels against torch, with tiles and K of every
+size, programs without tiles, no K trip, one K trip.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tritone._internal_testing import default_alloc_fn
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import lowering
+from tritone.compiler import ASTSource
+from tritone.ir import parse_module
+from tritone.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def _tile(tile, num_pid_n, BM: tl.constexpr, BN: tl.constexpr):
+    return (tile // num_pid_n) * BM, (tile % num_pid_n) * BN
+
+
+@triton.jit
+def host_persistent(a_desc, b_desc, c_desc, M, N, K, NUM_PROGRAMS: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, BK: tl.constexpr, FLATTEN: tl.constexpr):
+    """C = A[:, :K] @ B[:K] over host descriptors, every NUM_PROGRAMS-th tile each."""
+    num_pid_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, NUM_PROGRAMS, flatten=FLATTEN):
+        pm, pn = _tile(tile, num_pid_n, BM, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([pm, k * BK]), b_desc.load([k * BK, pn]), acc)
+        c_desc.store([pm, pn], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def device_persistent(a_ptr, b_ptr, c_ptr, M, N, K, K_LOOP, NUM_PROGRAMS: tl.constexpr, BM: tl.constexpr,
+                      BN: tl.constexpr, BK: tl.constexpr):
+    """The same over descriptors made in the kernel (B given as N x K, read transposed)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    num_pid_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, NUM_PROGRAMS, flatten=True):
+        pm, pn = _tile(tile, num_pid_n, BM, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K_LOOP, BK)):
+            acc = tl.dot(a_desc.load([pm, k * BK]), b_desc.load([pn, k * BK]).T, acc)
+        c_desc.store([pm, pn], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def pointer_persistent(a_ptr, b_ptr, c_ptr, M, N, K, K_LOOP, NUM_PROGRAMS: tl.constexpr, BM: tl.constexpr,
+                       BN: tl.constexpr, BK: tl.constexpr):
+    """The same through pointers (cp.async copies)."""
+    num_pid_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, NUM_PROGRAMS, flatten=True):
+        pm, pn = _tile(tile, num_pid_n, BM, BN)
+        rm = pm + tl.arange(0, BM)
+        rn = pn + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K_LOOP, BK)):
+            kk = k * BK + tl.arange(0, BK)
+            a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K_LOOP),
+                        other=0.0)
+            b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K_LOOP) & (rn[None, :] < N),
+                        other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def epilogue_in_the_loop(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One tile per program whose store sits in the K loop's last trip."""
+    pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    trips = tl.cdiv(K, BK)
+    for k in range(trips):
+        acc = tl.dot(a_desc.load([pm, k * BK]), b_desc.load([k * BK, pn]), acc)
+        if k == trips - 1:
+            c_desc.store([pm, pn], acc.to(c_desc.dtype))
+
+
+def _host_signature(bm: int, bn: int, bk: int) -> dict:
+    return {"a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bk}, {bn}]>",
+            "c_desc": f"tensordesc<fp16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+
+
+# as the launcher specialises host descriptors: zero padding, sizes divisible by 16
+_HOST_ATTRS = {(i,): [["tt.divisibility", 16], *([["tritone.zero_padding", 1]] if i < 3 else [])] for i in range(6)}
+_OPTIONS = {"num_warps": 4, "num_stages": 3}
+
+
+def _after_passes(kernel, signature: dict, constants: dict, attrs: dict, arch: int):
+    compiled = triton.compile(ASTSource(kernel, signature, constants, attrs), target=GPUTarget("cuda", arch, 32),
+                              options=_OPTIONS)
+    module = parse_module(compiled.asm["ttir"])
+    lowering.generate_cuda(module, arch, _OPTIONS)
+    (fn,) = module.functions.values()
+    return compiled, fn
+
+
+def _host_kernel(arch: int, flatten: bool = True):
+    return _after_passes(host_persistent, _host_signature(64, 64, 32),
+                         {"NUM_PROGRAMS": 4, "BM": 64, "BN": 64, "BK": 32, "FLATTEN": flatten}, _HOST_ATTRS, arch)
+
+
+def _outer(fn):
+    (outer,) = [op for op in fn.body.ops if op.name == "for"]
+    return outer
+
+
+def test_the_next_tiles_first_copies_follow_the_k_loop_on_sm90():
+    compiled, fn = _host_kernel(90)
+    outer = _outer(fn)
+    names = [op.name for op in fn.body.ops]
+    # the stages and their mbarriers are made before the loop over tiles and dropped after it
+    assert names.index("mbarrier_init") < names.index("for") < names.index("mbarrier_inval")
+    body = outer.regions[0]
+    (inner,) = [op for op in body.ops if op.name == "for"]
+    after = body.ops[body.ops.index(inner) + 1:]
+    # two stages ahead (num_stages 3), two tiles (a and b) each, for the next tile
+    assert [op.name for op in after].count("tma_copy") == 4
+    assert [op.name for op in fn.body.ops].count("tma_copy") == 4, "the first tile's, before the loop"
+    # the loop over tiles carries the stage and the phase on to the next K loop
+    assert [a.type.name for a in body.args[-2:]] == ["int32", "int32"]
+    assert inner.operands[-2:] == body.args[-2:]
+    assert body.terminator.operands[-2:] == inner.results[-2:]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in compiled.asm["ptx"]
+
+
+def test_without_flatten_each_tile_fills_its_own_stages():
+    _, fn = _host_kernel(90, flatten=False)
+    body = _outer(fn).regions[0]
+    names = [op.name for op in body.ops]
+    assert "mbarrier_init" in names and "mbarrier_inval" in names
+    assert not [op for op in fn.body.ops if op.name == "tma_copy"]
+
+
+def test_pointer_code_copies_ahead_across_tiles_too():
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+                 "K_LOOP": "i32"}
+    for arch in (80, 90):
+        _, fn = _after_passes(pointer_persistent, signature, {"NUM_PROGRAMS": 4, "BM": 64, "BN": 64, "BK": 32},
+                              {(i,): [["tt.divisibility", 16]] for i in range(7)}, arch)
+        names = [op.name for op in fn.body.ops]
+        assert names.index("for") < names.index("async_wait"), "drained after the loop over tiles"
+        body = _outer(fn).regions[0]
+        (inner,) = [op for op in body.ops if op.name == "for"]
+        after = [op.name for op in body.ops[body.ops.index(inner) + 1:]]
+        assert after.count("async_copy") == 4 and after.count("async_commit") == 4
+
+
+def test_a_branch_reading_the_in_flight_result_waits_for_it():
+    _, fn = _after_passes(epilogue_in_the_loop, {k: v for k, v in _host_signature(64, 64, 32).items()
+                                                 if k not in ("M", "N")},
+                          {"BM": 64, "BN": 64, "BK": 32}, {(i,): _HOST_ATTRS[(i,)] for i in range(4)}, 90)
+    (loop,) = [op for op in fn.body.ops if op.name == "for"]
+    (dot,) = [op for op in loop.regions[0].ops if op.name == "dot"]
+    assert dot.attrs.get("in_flight") == 1
+    (branch,) = [op for op in loop.regions[0].ops if op.name == "if"]
+    assert branch.regions[0].ops[0].name == "dot_wait"
+
+
+# -- the same kernels run (on the GPU with the `gpu` marker, in the interpreter below) --------
+
+def _operands(device: str, m: int, n: int, k: int, dtype: torch.dtype):
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    c = torch.full((m, n), float("nan"), device=device, dtype=dtype)
+    return a, b, c
+
+
+def _check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, k_loop: int) -> None:
+    expected = a[:, :k_loop].float() @ b[:k_loop].float()
+    torch.testing.assert_close(c.float(), expected, atol=2e-2 * max(1, k_loop) ** 0.5, rtol=1e-2)
+
+
+def check_host(device: str, m: int, n: int, k: int, dtype: torch.dtype, programs: int) -> None:
+    a, b, c = _operands(device, m, n, k, dtype)
+    descriptors = [TensorDescriptor.from_tensor(t, block) for t, block in ((a, [64, 32]), (b, [32, 64]), (c, [64, 64]))]
+    host_persistent[(programs,)](*descriptors, m, n, k, NUM_PROGRAMS=programs, BM=64, BN=64, BK=32, FLATTEN=True,
+                                 num_stages=3)
+    _check(c, a, b, k)
+
+
+def check_device(device: str, m: int, n: int, k: int, k_loop: int, dtype: torch.dtype, programs: int) -> None:
+    a, b, c = _operands(device, m, n, k, dtype)
+    triton.set_allocator(default_alloc_fn)
+    device_persistent[(programs,)](a, b.T.contiguous(), c, m, n, k, k_loop, NUM_PROGRAMS=programs, BM=64, BN=64,
+                                   BK=32, num_stages=3)
+    _check(c, a, b, k_loop)
+
+
+def check_pointer(device: str, m: int, n: int, k: int, k_loop: int, dtype: torch.dtype, programs: int) -> None:
+    a, b, c = _operands(device, m, n, k, dtype)
+    pointer_persistent[(programs,)](a, b, c, m, n, k, k_loop, NUM_PROGRAMS=programs, BM=64, BN=64, BK=32,
+                                    num_stages=3)
+    _check(c, a, b, k_loop)
+
+
+def check_epilogue_in_the_loop(device: str, m: int, n: int, k: int) -> None:
+    a, b, c = _operands(device, m, n, k, torch.float16)
+    descriptors = [TensorDescriptor.from_tensor(t, block) for t, block in ((a, [64, 32]), (b, [32, 64]), (c, [64, 64]))]
+    epilogue_in_the_loop[(triton.cdiv(m, 64), triton.cdiv(n, 64))](*descriptors, k, BM=64, BN=64, BK=32, num_stages=3)
+    _check(c, a, b, k)
+
+
+# tiles that divide and do not, several tiles per program, programs without tiles,
+# one K trip (fewer than the stages ahead), no K trip
+CHECKS = [(check_host, (256, 192, 96, torch.float16, 4)),
+          (check_host, (100, 72, 56, torch.float16, 3)),
+          (check_host, (64, 64, 32, torch.bfloat16, 3)),
+          (check_device, (256, 128, 160, 160, torch.float16, 5)),
+          (check_device, (128, 128, 64, 0, torch.float16, 2)),
+          (check_pointer, (192, 130, 100, 100, torch.float16, 4)),
+          (check_pointer, (64, 64, 32, 32, torch.bfloat16, 1)),
+          (check_pointer, (64, 128, 32, 0, torch.float16, 3)),
+          (check_epilogue_in_the_loop, (128, 192, 160))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("check, arguments", CHECKS)
+def test_on_the_gpu(check, arguments, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    check("cuda", *arguments)
+
+
+@pytest.mark.parametrize("check, arguments", CHECKS)
+def test_the_gpu_checks_in_the_interpreter(check, arguments, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    check("cpu", *arguments)
