@@ -177,3 +177,6 @@ def emit_terminator(em: Emitter, op: Operation) -> None:
 def emit_return(em: Emitter, op: Operation) -> None:
     if op.operands:
         raise CodegenError(f"a kernel returns no values (at {op.loc})")
+    from .codegen_tma import wait_for_staged_stores  # codegen_tma builds on this module
+
+    wait_for_staged_stores(em)

@@ -39,6 +39,7 @@ from tritone.ir.core import Operation
 
 from ...ir.types import tensormap_type
 from .codegen_base import (
+    SCRATCH,
     SCRATCH_ALIGNMENT,
     CodegenError,
     Emitter,
@@ -51,6 +52,7 @@ from .codegen_base import (
 from .codegen_layout import _copy, _unique_registers, _vector_width
 from .codegen_types import ctype, literal
 from .dot.shared import smem_address
+from .dot.shared import tile_bytes as block_bytes
 from .tensormap import SOFTWARE_NAN_FILL, SWIZZLES, TENSOR_MAP_BYTES, box_shape, element_key, tile_bytes
 
 # the copy engine writes and reads tiles at 128-byte aligned shared addresses
@@ -124,8 +126,7 @@ def _declare_copies(em: Emitter, rank: int) -> None:
         f"{coords}) {{\n"
         f'  asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group '
         f'[%0, {_coordinate_list(rank, 2)}], [%1];\\n\\t"\n'
-        f'               "cp.async.bulk.commit_group;\\n\\t"\n'
-        f'               "cp.async.bulk.wait_group.read 0;"\n'
+        f'               "cp.async.bulk.commit_group;"\n'
         f'               :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(src), {inputs} : "memory");\n}}')
 
 
@@ -257,7 +258,10 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     element = ctype(value.type)
     _check_alignment(em, op)
     _declare_copies(em, rank)
-    em.barrier()  # earlier users of these bytes are done with them
+    # the copy engine is done reading what an earlier store staged, and earlier users of
+    # these bytes are done with them
+    em.line(_WAIT_STAGED_READ)
+    em.barrier()
     em.open()
     em.line(f"{element}* tt_buf = {em.scratch(element, 0, tile_bytes(tensormap))};")
     linear = em.linear(value)
@@ -281,6 +285,8 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     for at, coords in _boxes(tensormap, offsets):
         em.line(f"tt_tma_store_{rank}d({em.name(op.operands[0])}, tt_shared_address(tt_buf) + {at}u, "
                 f"{', '.join(coords)});")
+    if not _staging_kept(em, op):
+        em.line('asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");')
     em.close()
     if checked:
         em.close()
@@ -289,6 +295,44 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
         em.close()
         em.barrier()  # the staged bytes are read before anyone reuses them
     em.close()
+
+
+_WAIT_STAGED_READ = 'if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");'
+
+
+def _staging_kept(em: Emitter, store: Operation) -> bool:
+    """Whether no other op of the kernel uses the shared bytes `store` stages its
+    tile in: the copy engine's read of them is then waited for only when they are
+    written again (the next store, as Triton defers its store wait) or the kernel
+    returns (`wait_for_staged_stores`), not right after the copy is issued."""
+    kept = em.memo.setdefault("tma_staging_kept", {})
+    if id(store) not in kept:
+        start = int(store.attrs.get("scratch_offset", 0))
+        end = start + tma_store_scratch_bytes(store)
+        alone = True
+        for op in em.fn.walk():
+            if op is store:
+                continue
+            if "scratch_offset" in op.attrs and op.name in SCRATCH:
+                first = int(op.attrs["scratch_offset"])
+                last = first + SCRATCH[op.name](op)
+            elif "offset" in op.attrs and op.results and op.results[0].type.is_block():
+                first = int(op.attrs["offset"])
+                last = first + block_bytes(op.results[0].type)
+            else:
+                continue
+            if first < end and start < last:
+                alone = False
+                break
+        kept[id(store)] = alone
+    return kept[id(store)]
+
+
+def wait_for_staged_stores(em: Emitter) -> None:
+    """Before the kernel returns: the copy engine is done reading the tiles that TMA
+    stores staged and did not wait for (`_staging_kept`)."""
+    if any(op.name == "tma_store" and _staging_kept(em, op) for op in em.fn.walk()):
+        em.line(_WAIT_STAGED_READ)
 
 
 def _store_staged_by_threads(em: Emitter, op: Operation, element: str, shape: tuple[int, ...],

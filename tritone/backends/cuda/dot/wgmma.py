@@ -205,12 +205,15 @@ class _Lowering:
             em.copy(name, em.name(acc), acc)
         count = em.nregs(self.result)
         em.memo["arch_suffix"] = "a"
-        # ordinary and cp.async writes of the tiles, before the tensor cores read them
-        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
-        for operand in ops:
-            if operand is not None:
-                start, end = tile_range(operand.value)
-                em.shared_access(start, end, False)
+        # ordinary and cp.async writes of the tiles, before the tensor cores read them; tiles
+        # only the copy engine writes (TMA stages, complete once this thread's mbarrier wait
+        # returned) need neither the proxy fence nor a barrier
+        tiles = [operand for operand in ops if operand is not None and not written_by_copy_engine(em, operand.value)]
+        if tiles or a_registers is not None:
+            em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+        for operand in tiles:
+            start, end = tile_range(operand.value)
+            em.shared_access(start, end, False)
         m, n = self.result.type.shape
         depth = a.type.shape[-1]
         n_step = _instruction_n(n)
@@ -298,6 +301,24 @@ class _Lowering:
                 f"{{{outs}}}, {a_text}, %{b_index}, p{', ' + flags if flags else ''}; }}")
         operands = ", ".join(f'"+{self.constraint}"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
+
+
+def written_by_copy_engine(em, tile) -> bool:
+    """Whether shared tile `tile` is a stage of a buffer that only TMA copies
+    (`tma_copy`, pipeline.py) write: the async proxy's writes, which the reader's
+    mbarrier wait made complete and visible, as the tensor cores read them."""
+    op = tile.defining_op
+    while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
+        op = op.operands[0].defining_op
+    if op is None or op.name != "local_buffer":
+        return False
+    buffer = op.results[0]
+    cache = em.memo.setdefault("copy_engine_buffers", {})
+    if buffer not in cache:
+        users = [user for user in em.fn.walk() if buffer in user.operands]
+        cache[buffer] = bool(users) and all(user.name in ("tma_copy", "local_index") for user in users) and any(
+            user.name == "tma_copy" for user in users)
+    return cache[buffer]
 
 
 def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int) -> None:
