@@ -328,3 +328,10 @@ def test_a_checked_tma_store_keeps_no_second_copy_of_its_block(monkeypatch):
     assert len(store.operands) == 2 + 2 + 1 + 1 + 2 + 2, "map, value, offsets, check, base, sizes, strides"
     assert not [op for op in fn.walk() if op.name in ("convert_layout", "store")]
     assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in kernel.asm["ptx"]
+
+
+def test_an_fp8_mma_result_is_staged_for_its_tma_store_in_byte_pairs(monkeypatch):
+    # each thread of an mma/wgmma result holds column pairs: fp8 elements are staged two at a time
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    ptx = _grouped_tma_matmul("fp8e4nv", 64, 64, 64).asm["ptx"]
+    assert re.search(r"st\.shared\.(u16|b16)", ptx) and not re.search(r"st\.shared\.(u8|b8)", ptx)

@@ -146,14 +146,15 @@ def _swizzled(index: str, elem_bytes: int) -> str:
 
 
 # Aligned word groups for 4-, 8- and 16-byte shared accesses (no toolkit vector types).
-_WORD_GROUPS = {4: "struct __align__(4) tt_w4 { unsigned w[1]; };",
+_WORD_GROUPS = {2: "struct __align__(2) tt_w2 { unsigned short w[1]; };",
+                4: "struct __align__(4) tt_w4 { unsigned w[1]; };",
                 8: "struct __align__(8) tt_w8 { unsigned w[2]; };",
                 16: "struct __align__(16) tt_w16 { unsigned w[4]; };"}
 
 
 def _copy(em: Emitter, dst: str, src: str, nbytes: int, one_element: bool) -> None:
     """`dst = src` for `nbytes` bytes starting at these two lvalues: one plain
-    assignment when that is one element (`one_element`), else one 4-, 8- or
+    assignment when that is one element (`one_element`), else one 2-, 4-, 8- or
     16-byte access of the shared side (its address is aligned to `nbytes`; the
     register side is copied bytewise)."""
     if one_element:
@@ -170,16 +171,18 @@ def _copy(em: Emitter, dst: str, src: str, nbytes: int, one_element: bool) -> No
         em.line(f"{{ {group} tt_q = *reinterpret_cast<const {group}*>(&{src}); memcpy(&{dst}, &tt_q, {nbytes}); }}")
 
 
-def _vector_width(linear: LinearLayout, strides: list[int], offset: int, elem_bytes: int) -> int:
+def _vector_width(linear: LinearLayout, strides: list[int], offset: int, elem_bytes: int,
+                  least_bytes: int = 4) -> int:
     """How many consecutive registers (from each multiple of that count) a thread
     holds at consecutive scratch offsets `offset + sum(coord * stride)`, their
-    first one aligned to the whole run, 4, 8 or 16 bytes in all: 1 when none."""
+    first one aligned to the whole run, `least_bytes` (4 or 2) to 16 bytes in all:
+    1 when none."""
     unit = [d for d, stride in enumerate(strides) if stride == 1 and linear.shape[d] > 1]
     if not unit:
         return 1
     dim = unit[-1]
     width = min(linear.contiguous_registers(dim), max(1, 16 // elem_bytes))
-    while width > 1 and width * elem_bytes >= 4:
+    while width > 1 and width * elem_bytes >= least_bytes:
         run_bits = width.bit_length() - 1
         others = list(linear.registers[run_bits:]) + list(linear.lanes) + list(linear.warps)
         aligned = offset % width == 0 and all(

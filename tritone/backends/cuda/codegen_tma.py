@@ -270,7 +270,8 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     if _stmatrix_fits(linear, eb, box):
         _write_tile_by_stmatrix(em, linear, em.name(value), shape, box)
     else:
-        width = _vector_width(linear, row_major_strides(box), 0, eb)
+        # byte elements (fp8) in pairs at least: an mma result's thread holds column pairs
+        width = _vector_width(linear, row_major_strides(box), 0, eb, least_bytes=2)
         for reg in _unique_registers(linear):
             if reg % width == 0:
                 coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
