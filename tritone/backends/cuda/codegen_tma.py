@@ -72,6 +72,11 @@ __device__ __forceinline__ void tt_mbarrier_init(unsigned bar) {
 __device__ __forceinline__ void tt_mbarrier_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
 }
+__device__ __forceinline__ void tt_mbarrier_expect_tx_if(unsigned issue, unsigned bar, unsigned bytes) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %0, 0;\n\t"
+               "@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %2;\n\t}"
+               :: "r"(issue), "r"(bar), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void tt_mbarrier_wait(unsigned bar, unsigned phase) {
   asm volatile("{\n\t.reg .pred tt_done;\n\t"
                "TT_WAIT:\n\t"
@@ -121,6 +126,14 @@ def _declare_copies(em: Emitter, rank: int) -> None:
         f'[%0], [%1, {_coordinate_list(rank, 3)}], [%2];"\n'
         f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), {inputs} '
         f': "memory");\n}}')
+    em.declare_once(
+        f"__device__ __forceinline__ void tt_tma_load_{rank}d_if(unsigned issue, unsigned dst, "
+        f"const tt_tensormap* map, unsigned bar, {coords}) {{\n"
+        f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %3, 0;\\n\\t"\n'
+        f'               "@p cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes '
+        f'[%0], [%1, {_coordinate_list(rank, 4)}], [%2];\\n\\t}}"\n'
+        f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(issue), '
+        f'{inputs} : "memory");\n}}')
     em.declare_once(
         f"__device__ __forceinline__ void tt_tma_store_{rank}d(const tt_tensormap* map, unsigned src, "
         f"{coords}) {{\n"
@@ -521,8 +534,8 @@ def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
 def emit_mbarrier_arrive(em: Emitter, op: Operation) -> None:
     barriers, slot, in_range = op.operands
     em.declare_once(_MBARRIER_HELPERS)
-    em.line(f"if (threadIdx.x == 0 && {em.name(in_range)}) "
-            f"tt_mbarrier_expect_tx({_mbarrier(em, barriers, em.name(slot))}, {int(op.attrs['bytes'])}u);")
+    em.line(f"tt_mbarrier_expect_tx_if(threadIdx.x == 0 && {em.name(in_range)}, "
+            f"{_mbarrier(em, barriers, em.name(slot))}, {int(op.attrs['bytes'])}u);")
 
 
 @emits("mbarrier_wait")
@@ -556,13 +569,16 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
     eb = buffer.type.scalar.itemsize
     stage_bytes = rows * width * eb
     _declare_copies(em, rank)
-    em.open(f"if (threadIdx.x == 0 && {in_range})")
+    # predicated, not branched around: every thread runs the copy instruction's
+    # operands through uniform registers, as it needs them, and thread 0 issues it
+    em.open()
     em.line(f"const unsigned tt_stage = {smem_address(em)} + {em.name(buffer)} + (unsigned)({em.name(slot)}) * "
             f"{stage_bytes}u;")
     em.line(f"const unsigned tt_bar = {_mbarrier(em, barriers, em.name(slot))};")
+    em.line(f"const unsigned tt_issue = threadIdx.x == 0 && {in_range};")
     for column in range(0, width, box_columns):
         for row in range(0, rows, box_rows):
             at = (column * rows + row * box_columns) * eb
-            em.line(f"tt_tma_load_{rank}d(tt_stage + {at}u, {em.name(tensormap)}, tt_bar, {offsets[0]} + {row}, "
-                    f"{offsets[1]} + {column});")
+            em.line(f"tt_tma_load_{rank}d_if(tt_issue, tt_stage + {at}u, {em.name(tensormap)}, tt_bar, "
+                    f"{offsets[0]} + {row}, {offsets[1]} + {column});")
     em.close()

@@ -252,17 +252,20 @@ class _Lowering:
                     a_fragments[k0, m0] = packed
         em.for_registers(count, f'asm volatile("" : "+{self.constraint}"({name}[i]) :: "memory");')
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-        for k0 in range(0, depth, k_step):
-            for m0 in range(0, m, slab_rows):
-                if a_registers is not None:
-                    a_operand = a_fragments[k0, m0]
-                else:
-                    a_operand = f"{descriptors[0]} + {ops[0].offset(m0, k0) >> 4}ull"
-                for n0 in range(0, n, n_step):
-                    regs = []
-                    for i in range(n_step // 2):
-                        coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
-                        regs.append(f"{name}[{register_of[coord]}]")
+        # each accumulator block's K steps one after the other (as Triton orders them): the
+        # tensor cores chain the instructions of one accumulator; the sums per element are
+        # the same in any order of the blocks
+        for m0 in range(0, m, slab_rows):
+            for n0 in range(0, n, n_step):
+                regs = []
+                for i in range(n_step // 2):
+                    coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                    regs.append(f"{name}[{register_of[coord]}]")
+                for k0 in range(0, depth, k_step):
+                    if a_registers is not None:
+                        a_operand = a_fragments[k0, m0]
+                    else:
+                        a_operand = f"{descriptors[0]} + {ops[0].offset(m0, k0) >> 4}ull"
                     b_off = ops[1].offset(n0, k0) >> 4
                     self._issue(ptx_types, k_step, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
                                 None if a_registers is not None else ops[0].transposed, ops[1].transposed,
