@@ -209,7 +209,9 @@ class _Lowering:
         # only the copy engine writes (TMA stages, complete once this thread's mbarrier wait
         # returned) need neither the proxy fence nor a barrier
         tiles = [operand for operand in ops if operand is not None and not written_by_copy_engine(em, operand.value)]
-        if tiles or a_registers is not None:
+        # cp.async stages were fenced by the pipeline's wait (`async_wait`) before its barrier
+        generic = [operand for operand in tiles if not written_by_copy_engine(em, operand.value, ("async_copy",))]
+        if generic or a_registers is not None:
             em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         for operand in tiles:
             start, end = tile_range(operand.value)
@@ -306,10 +308,11 @@ class _Lowering:
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
 
 
-def written_by_copy_engine(em, tile) -> bool:
-    """Whether shared tile `tile` is a stage of a buffer that only TMA copies
-    (`tma_copy`, pipeline.py) write: the async proxy's writes, which the reader's
-    mbarrier wait made complete and visible, as the tensor cores read them."""
+def written_by_copy_engine(em, tile, writers: tuple[str, ...] = ("tma_copy",)) -> bool:
+    """Whether shared tile `tile` is a stage of a buffer that only copies of the kind
+    `writers` write (pipeline.py): by default TMA copies (`tma_copy`), the async
+    proxy's writes, which the reader's mbarrier wait made complete and visible, as
+    the tensor cores read them."""
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
@@ -317,11 +320,13 @@ def written_by_copy_engine(em, tile) -> bool:
         return False
     buffer = op.results[0]
     cache = em.memo.setdefault("copy_engine_buffers", {})
-    if buffer not in cache:
+    key = (buffer, writers)
+    if key not in cache:
         users = [user for user in em.fn.walk() if buffer in user.operands]
-        cache[buffer] = bool(users) and all(user.name in ("tma_copy", "local_index") for user in users) and any(
-            user.name == "tma_copy" for user in users)
-    return cache[buffer]
+        readers = ("local_index", "async_wait")
+        cache[key] = bool(users) and all(user.name in (*writers, *readers) for user in users) and any(
+            user.name in writers for user in users)
+    return cache[key]
 
 
 def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int) -> None:
