@@ -420,8 +420,8 @@ def _carry_through(outer: Operation, inits: list[Value], yielded: list[Value]) -
     in its place."""
     body = outer.regions[0]
     body.terminator.operands = list(body.terminator.operands) + list(yielded)
-    new = Operation("for", list(outer.operands) + list(inits), [r.type for r in outer.results] + [v.type for v in inits],
-                    dict(outer.attrs), [body], outer.loc)
+    result_types = [r.type for r in outer.results] + [v.type for v in inits]
+    new = Operation("for", list(outer.operands) + list(inits), result_types, dict(outer.attrs), [body], outer.loc)
     region = outer.parent
     region.insert(region.ops.index(outer), new)
     for old, value in zip(outer.results, new.results):
