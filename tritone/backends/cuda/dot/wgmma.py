@@ -223,7 +223,11 @@ class _Lowering:
         base = smem_address(em)
         desc = _descriptor_helper(em)
         group_row = em.fresh("tt_wg_row")
-        em.line(f"const unsigned {group_row} = (unsigned)(tt_warp >> 2) * 64u;")
+        if self.num_warps == 4:
+            # one warpgroup: its slab starts at row 0 (a constant, so the descriptors stay uniform)
+            em.line(f"const unsigned {group_row} = 0u;")
+        else:
+            em.line(f"const unsigned {group_row} = (unsigned)(tt_warp >> 2) * 64u;")
         descriptors = []
         for operand in ops:
             if operand is None:
