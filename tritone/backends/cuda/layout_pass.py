@@ -508,7 +508,7 @@ class _Assigner:
             for i, needed in enumerate(required_operand_layouts(op)):
                 operand = op.operands[i]
                 if needed is not None and _is_block(operand) and not _same_map(operand, needed):
-                    op.operands[i] = inserter.convert_for(op, operand, needed)
+                    op.operands[i] = inserter.convert(operand, needed)
 
 
 def _same_map(value: Value, layout: DistributedLayout) -> bool:
@@ -576,17 +576,6 @@ def _definition_point(value: Value) -> tuple[Region, int]:
     return owner, 0
 
 
-def _only_branches_between(inner: Region, outer: Region) -> bool:
-    """Whether `inner` lies in `outer` through the branches of `if` ops only."""
-    region = inner
-    while region is not outer:
-        owner = region.parent
-        if not isinstance(owner, Operation) or owner.name != "if":
-            return False
-        region = owner.parent
-    return True
-
-
 def make_convert(value: Value, layout: DistributedLayout) -> Operation:
     """A `convert_layout` op of `value` into `layout` (not yet placed)."""
     result_type = value.type.with_layout(layout)
@@ -601,7 +590,7 @@ def make_convert(value: Value, layout: DistributedLayout) -> Operation:
 class _ConversionInserter:
     def __init__(self, fn: Function):
         self.fn = fn
-        self.made: dict[tuple, Value] = {}
+        self.made: dict[tuple[int, DistributedLayout], Value] = {}
 
     def convert(self, value: Value, layout: DistributedLayout) -> Value:
         """`value` in `layout`, converted once right after its definition."""
@@ -611,19 +600,6 @@ class _ConversionInserter:
             op = make_convert(value, layout)
             region.insert(index, op)
             self.made[key] = op.result
-        return self.made[key]
-
-    def convert_for(self, user: Operation, value: Value, layout: DistributedLayout) -> Value:
-        """`value` in `layout` for `user`: converted once right after its definition,
-        or, where `user` sits in a branch of `if`s below that definition (no loop
-        between), once in that branch before its first such user, so that the
-        branch not taken pays nothing (a TMA store's pointer-code fallback, say)."""
-        region, _ = _definition_point(value)
-        if user.parent is region or not _only_branches_between(user.parent, region):
-            return self.convert(value, layout)
-        key = (id(value), layout, id(user.parent))
-        if key not in self.made:
-            self.made[key] = self.convert_before(user, value, layout)
         return self.made[key]
 
     def convert_before(self, user: Operation, value: Value, layout: DistributedLayout) -> Value:

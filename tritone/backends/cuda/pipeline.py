@@ -385,8 +385,8 @@ def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation
     if not isinstance(outer, Operation) or outer.name != "for" or not outer.attrs.get("flatten"):
         return None
     step = outer.operands[2].defining_op
-    if ahead or levels or step is None or step.name != "constant" or not isinstance(step.attrs.get("value"), int) \
-            or isinstance(step.attrs.get("value"), bool) or step.attrs["value"] <= 0:
+    step_value = step.attrs.get("value") if step is not None and step.name == "constant" else None
+    if ahead or levels or type(step_value) is not int or step_value <= 0:
         return None
     outer_body = outer.regions[0]
     if [op for op in outer_body.ops if op.name in ("for", "while")] != [loop]:

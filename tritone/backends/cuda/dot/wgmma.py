@@ -205,17 +205,16 @@ class _Lowering:
             em.copy(name, em.name(acc), acc)
         count = em.nregs(self.result)
         em.memo["arch_suffix"] = "a"
-        # ordinary and cp.async writes of the tiles, before the tensor cores read them; tiles
-        # only the copy engine writes (TMA stages, complete once this thread's mbarrier wait
-        # returned) need neither the proxy fence nor a barrier
-        tiles = [operand for operand in ops if operand is not None and not written_by_copy_engine(em, operand.value)]
-        # cp.async stages were fenced by the pipeline's wait (`async_wait`) before its barrier
-        generic = [operand for operand in tiles if not written_by_copy_engine(em, operand.value, ("async_copy",))]
-        if generic or a_registers is not None:
+        # ordinary writes of the tiles, before the tensor cores read them: a proxy fence and
+        # (where the accesses since the last barrier call for one) a barrier. TMA stages need
+        # neither; cp.async stages were fenced by the pipeline's wait before its barrier.
+        writers = [(operand, stage_writer(em, operand.value)) for operand in ops if operand is not None]
+        if a_registers is not None or any(writer is None for _, writer in writers):
             em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
-        for operand in tiles:
-            start, end = tile_range(operand.value)
-            em.shared_access(start, end, False)
+        for operand, writer in writers:
+            if writer != "tma_copy":
+                start, end = tile_range(operand.value)
+                em.shared_access(start, end, False)
         m, n = self.result.type.shape
         depth = a.type.shape[-1]
         n_step = _instruction_n(n)
@@ -312,25 +311,22 @@ class _Lowering:
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
 
 
-def written_by_copy_engine(em, tile, writers: tuple[str, ...] = ("tma_copy",)) -> bool:
-    """Whether shared tile `tile` is a stage of a buffer that only copies of the kind
-    `writers` write (pipeline.py): by default TMA copies (`tma_copy`), the async
-    proxy's writes, which the reader's mbarrier wait made complete and visible, as
-    the tensor cores read them."""
+def stage_writer(em, tile) -> str | None:
+    """The one kind of op that writes the pipeline stages shared tile `tile` is one
+    of (pipeline.py): "tma_copy" (the async proxy, its writes complete and visible
+    once the reader's mbarrier wait returned) or "async_copy" (cp.async, fenced and
+    made everyone's by the pipeline's `async_wait`); None for any other tile."""
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
     if op is None or op.name != "local_buffer":
-        return False
+        return None
     buffer = op.results[0]
-    cache = em.memo.setdefault("copy_engine_buffers", {})
-    key = (buffer, writers)
-    if key not in cache:
-        users = [user for user in em.fn.walk() if buffer in user.operands]
-        readers = ("local_index", "async_wait")
-        cache[key] = bool(users) and all(user.name in (*writers, *readers) for user in users) and any(
-            user.name in writers for user in users)
-    return cache[key]
+    cache = em.memo.setdefault("stage_writers", {})
+    if buffer not in cache:
+        writers = {user.name for user in em.fn.walk() if buffer in user.operands} - {"local_index", "async_wait"}
+        cache[buffer] = writers.pop() if writers in ({"tma_copy"}, {"async_copy"}) else None
+    return cache[buffer]
 
 
 def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int) -> None:
