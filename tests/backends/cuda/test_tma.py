@@ -28,6 +28,7 @@ from tritone.backends.cuda.bindings.driver_api import (
     TensorMapDataType,
     TensorMapL2Promotion,
     TensorMapOOBFill,
+    TensorMapSwizzle,
 )
 from tritone.backends.cuda.launch_plan import LaunchPlan, LaunchSpec
 from tritone.backends.cuda.tensormap import tma_unsupported_reason
@@ -86,6 +87,13 @@ def tile_copy(src, dst, BM: tl.constexpr, BN: tl.constexpr):
     """Block (pm, pn) to the same place: offsets that are multiples of the block."""
     m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
     dst.store([m, n], src.load([m, n]))
+
+
+@triton.jit
+def load_and_store_same(desc, BM: tl.constexpr, BN: tl.constexpr):
+    """Block pm of `desc` plus one, back in place: one map loaded and stored."""
+    m = tl.program_id(0) * BM
+    desc.store([m, 0], desc.load([m, 0]) + 1)
 
 
 def _signature(element: str, block: list[int]) -> dict:
@@ -318,13 +326,15 @@ def test_a_descriptor_seen_before_is_not_encoded_again(simulated_plan):
     tensor = FakeTensor(0x7F00_0000_0000, torch.float16, (40, 96))
     other = FakeTensor(0x7F00_0001_0000, torch.float16, (40, 96))
     out = FakeTensor(0x7F00_0002_0000, torch.float16, (48, 128))
-    for _ in range(3):  # new descriptor objects of the same tensor: one encoding each
+    for _ in range(3):  # new descriptor objects of the same tensor: one encoding each map
         plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(tensor, [16, 64]),
                     TensorDescriptor.from_tensor(tensor, [16, 64]), out, 16, 64)
-    assert len(gpu.encodes) == 1
+    # the loaded map's box is the block, the stored one's a swizzled column (here the same box)
+    assert [(e["address"], e["swizzle"]) for e in gpu.encodes] == [(tensor.address, TensorMapSwizzle.NONE),
+                                                                   (tensor.address, TensorMapSwizzle.B128)]
     plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(other, [16, 64]),
                 TensorDescriptor.from_tensor(tensor, [16, 64], padding="nan"), out, 16, 64)
-    assert [e["address"] for e in gpu.encodes] == [tensor.address, other.address, tensor.address]
+    assert [e["address"] for e in gpu.encodes] == [tensor.address, tensor.address, other.address, tensor.address]
     assert gpu.encodes[-1]["fill"] == TensorMapOOBFill.NAN_REQUEST_ZERO_FMA
     assert plan.inline_parts() is None  # the dispatcher leaves tensor maps to the plan's launch
 
@@ -407,6 +417,11 @@ CASES_2D = [
     (torch.float16, [16, 4], (37, 24)),  # an 8-byte inner block: pointer code on every target
     (torch.float16, [8, 512], (20, 600)),  # dims above 256: copied as several boxes
     (torch.float32, [512, 8], (700, 12)),
+    # stores staged in the 128-byte swizzle (`tma._swizzle_stores`): one column, four
+    # columns, and rows above 256 (two boxes a column)
+    (torch.float32, [16, 32], (40, 68)),
+    (torch.bfloat16, [64, 256], (100, 296)),
+    (torch.float8_e4m3fn, [512, 128], (600, 144)),
 ]
 
 
@@ -513,6 +528,27 @@ def test_a_store_at_a_negative_offset_is_written_by_the_threads_at_run_time(monk
     assert "for (int tt_e = threadIdx.x; tt_e < 1024; tt_e += blockDim.x)" in cuda
     assert re.search(r"tt_g0 >= 0 && tt_g0 < \(long long\)\(arg\d+_dst_shape0\)", cuda)
     assert re.search(r"st\.global\.(b16|u16)", ptx), "the fallback's element stores"
+
+
+def test_blocks_of_a_map_only_stored_are_staged_swizzled_one_column_at_a_time():
+    # A map that serves stores alone gets a box of one 128-byte column (64 fp16) and the
+    # copy engine's 128-byte swizzle: the [64, 256] block goes out as four copies, and the
+    # launcher encodes the map that way; `src`'s map, which loads read, keeps its block.
+    kernel = _compile(copy_2d, _signature("fp16", [64, 256]), {"BM": 64, "BN": 256}, 90)
+    cuda = kernel.asm["cuda"]
+    stores = re.findall(r"tt_tma_store_2d\(\(&arg\d+_dst_tensormap\), tt_shared_address\(tt_buf\) \+ (\d+)u, "
+                        r"([^;]*)\);", cuda)
+    assert [int(at) for at, _ in stores] == [0, 8192, 16384, 24576]
+    assert [coords.split(", ")[1].partition(" + ")[2] for _, coords in stores] == ["", "64", "128", "192"]
+    assert "& 7) ^ (" in cuda, "the staged elements' 16-byte pieces are permuted by their row"
+    spec = LaunchSpec.from_kernel(kernel)
+    assert spec.tensormap_boxes == ((), ((64, 64), 128))
+
+
+def test_a_map_also_loaded_keeps_its_block_for_stores():
+    kernel = _compile(load_and_store_same, {"desc": "tensordesc<fp16[64, 128]>"}, {"BM": 64, "BN": 128}, 90)
+    assert LaunchSpec.from_kernel(kernel).tensormap_boxes in ((), ((),))
+    assert kernel.asm["cuda"].count("tt_tma_store_2d((") == 1
 
 
 def _ir_after_tma(kernel, signature: dict, constants: dict, capsys) -> str:

@@ -24,8 +24,9 @@ from .codegen_types import ctype
 EMITTERS: dict[str, Callable[["Emitter", Operation], None]] = {}
 # op name -> bytes of shared scratch memory one such op needs (smem.py plans them)
 SCRATCH: dict[str, Callable[[Operation], int]] = {}
-# op name -> the byte alignment its scratch starts on, where more than 16 (TMA's tiles: 128)
-SCRATCH_ALIGNMENT: dict[str, int] = {}
+# op name -> the byte alignment its scratch starts on, where more than 16 (TMA's tiles: 128),
+# or a function of the op giving it
+SCRATCH_ALIGNMENT: dict[str, int | Callable[[Operation], int]] = {}
 
 
 def emits(*names: str):

@@ -57,6 +57,8 @@ from .tensormap import SOFTWARE_NAN_FILL, SWIZZLES, TENSOR_MAP_BYTES, box_shape,
 
 # the copy engine writes and reads tiles at 128-byte aligned shared addresses
 TILE_ALIGNMENT = 128
+# and the 128-byte swizzle repeats every 1024 bytes from a multiple of 1024 (PTX_FACTS 4)
+SWIZZLE_ALIGNMENT = 1024
 _MBARRIER_BYTES = 16  # 8 used, the scratch granularity kept
 
 _TENSORMAP_STRUCT = "struct __align__(64) tt_tensormap { unsigned long long opaque[16]; };"
@@ -157,13 +159,18 @@ def tma_store_scratch_bytes(op: Operation) -> int:
     return _tile_bytes(op)
 
 
-SCRATCH_ALIGNMENT.update({"tma_load": TILE_ALIGNMENT, "tma_store": TILE_ALIGNMENT})
+def _tile_alignment(op: Operation) -> int:
+    """A staged tile's alignment: a swizzled one starts where the swizzle pattern does."""
+    return SWIZZLE_ALIGNMENT if op.attrs.get("swizzle") else TILE_ALIGNMENT
+
+
+SCRATCH_ALIGNMENT.update({"tma_load": TILE_ALIGNMENT, "tma_store": _tile_alignment})
 
 
 def _check_alignment(em: Emitter, op: Operation) -> None:
-    if em.scratch_base % TILE_ALIGNMENT:
+    if em.scratch_base % _tile_alignment(op):
         raise CodegenError(f"{op.name} at {op.loc}: its tile at shared offset {em.scratch_base} is not "
-                             f"{TILE_ALIGNMENT}-byte aligned")
+                             f"{_tile_alignment(op)}-byte aligned")
 
 
 @emits("tma_load")
@@ -278,25 +285,24 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     em.open()
     em.line(f"{element}* tt_buf = {em.scratch(element, 0, tile_bytes(tensormap))};")
     linear = em.linear(value)
-    shape, box = tuple(value.type.shape), box_shape(tensormap)
+    staging = _Staging(op)
     eb = value.type.scalar.itemsize
-    if _stmatrix_fits(linear, eb, box):
-        _write_tile_by_stmatrix(em, linear, em.name(value), shape, box)
+    if _stmatrix_fits(linear, eb, staging.box):
+        _write_tile_by_stmatrix(em, linear, em.name(value), staging)
     else:
         # byte elements (fp8) in pairs at least: an mma result's thread holds column pairs
-        width = _vector_width(linear, row_major_strides(box), 0, eb, least_bytes=2)
+        width = _vector_width(linear, row_major_strides(staging.box), 0, eb, least_bytes=2)
         for reg in _unique_registers(linear):
             if reg % width == 0:
                 coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
-                _copy(em, f"tt_buf[{_staging_index(coords, shape, box)}]", f"{em.name(value)}[{reg}]", width * eb,
-                      width == 1)
+                _copy(em, f"tt_buf[{staging.index(coords)}]", f"{em.name(value)}[{reg}]", width * eb, width == 1)
     em.line("tt_fence_proxy_async();")  # the copy engine reads what these threads wrote
     em.barrier()
     checked = len(op.operands) > 2 + rank
     if checked:
         em.open(f"if ({em.name(op.operands[2 + rank])})")
     em.open("if (threadIdx.x == 0)")
-    for at, coords in _boxes(tensormap, offsets):
+    for at, coords in staging.boxes(offsets):
         em.line(f"tt_tma_store_{rank}d({em.name(op.operands[0])}, tt_shared_address(tt_buf) + {at}u, "
                 f"{', '.join(coords)});")
     if not _staging_kept(em, op):
@@ -305,11 +311,55 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     if checked:
         em.close()
         em.open("else")
-        _store_staged_by_threads(em, op, element, shape, box, offsets)
+        _store_staged_by_threads(em, op, element, staging, offsets)
         em.close()
         em.barrier()  # the staged bytes are read before anyone reuses them
     em.close()
 
+
+class _Staging:
+    """Where a TMA store stages its block: as the map's boxes, each row-major, one
+    after the other (`_boxes`); or, where the store has a `swizzle` (`tma.py`'s
+    `_swizzle_stores`), as columns of 128-byte rows, one column after another,
+    each row's 16-byte pieces permuted by the copy engine's 128-byte swizzle
+    (piece p of row r at p ^ (r % 8)), the box one column of at most 256 rows."""
+
+    def __init__(self, store: Operation):
+        tensormap = store.operands[0].type
+        self.shape = tuple(tensormap.block.shape)
+        self.itemsize = tensormap.element_ty.itemsize
+        self.swizzle = int(store.attrs.get("swizzle", 0))
+        self.tensormap = tensormap
+        self.box = tuple(store.attrs["box"]) if self.swizzle else box_shape(tensormap)
+
+    def index(self, coords: list[str]) -> str:
+        """The element index in the staged tile of the element at `coords`."""
+        if not self.swizzle:
+            return _staging_index(coords, self.shape, self.box)
+        row, column = coords
+        rows = self.shape[0]
+        span = self.box[1]
+        piece = 16 // self.itemsize  # elements per 16 bytes
+        pieces = span // piece
+        at_column = f"(({column}) >> {span.bit_length() - 1}) * {rows * span}"
+        permuted = f"(((({column}) >> {piece.bit_length() - 1}) & {pieces - 1}) ^ (({row}) & 7)) * {piece}"
+        parts = [at_column, f"({row}) * {span}", permuted]
+        if piece > 1:
+            parts.append(f"(({column}) & {piece - 1})")
+        return " + ".join(parts)
+
+    def boxes(self, offsets: list[str]) -> list[tuple[int, list[str]]]:
+        """(byte offset in the staged tile, coordinates) of each box the store copies."""
+        if not self.swizzle:
+            return _boxes(self.tensormap, offsets)
+        (rows, width), (box_rows, span) = self.shape, self.box
+        copies = []
+        for column in range(0, width, span):
+            for row in range(0, rows, box_rows):
+                coords = [f"{offsets[0]} + {row}" if row else offsets[0],
+                          f"{offsets[1]} + {column}" if column else offsets[1]]
+                copies.append(((column * rows + row * span) * self.itemsize, coords))
+        return copies
 
 _WAIT_STAGED_READ = 'if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");'
 
@@ -349,10 +399,11 @@ def wait_for_staged_stores(em: Emitter) -> None:
         em.line(_WAIT_STAGED_READ)
 
 
-def _store_staged_by_threads(em: Emitter, op: Operation, element: str, shape: tuple[int, ...],
-                             box: tuple[int, ...], offsets: list[str]) -> None:
+def _store_staged_by_threads(em: Emitter, op: Operation, element: str, staging: _Staging,
+                             offsets: list[str]) -> None:
     """The staged tile written to the tensor by the threads, one element each at a
     time, those outside the tensor dropped (where the copy engine would fault)."""
+    shape = staging.shape
     rank = len(shape)
     base = em.name(op.operands[3 + rank])
     sizes = [em.name(v) for v in op.operands[4 + rank:4 + 2 * rank]]
@@ -367,7 +418,7 @@ def _store_staged_by_threads(em: Emitter, op: Operation, element: str, shape: tu
         inside.append(f"tt_g{d} >= 0 && tt_g{d} < (long long)({sizes[d]})")
         address.append(f"tt_g{d} * (long long)({strides[d]})")
     em.line(f"if ({' && '.join(inside)}) reinterpret_cast<{element}*>({base})[{' + '.join(address)}] = "
-            f"tt_buf[{_staging_index(coords, shape, box)}];")
+            f"tt_buf[{staging.index(coords)}];")
     em.close()
 
 
@@ -391,7 +442,7 @@ def _stmatrix_fits(linear, eb: int, box: tuple[int, ...]) -> bool:
     return all(any(basis) for basis in linear.registers)
 
 
-def _write_tile_by_stmatrix(em: Emitter, linear, values: str, shape: tuple[int, ...], box: tuple[int, ...]) -> None:
+def _write_tile_by_stmatrix(em: Emitter, linear, values: str, staging: _Staging) -> None:
     """`values` into the staged tile `tt_buf`, four 8x8 matrices per `stmatrix`:
     lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2)."""
     em.declare_once(
@@ -410,7 +461,7 @@ def _write_tile_by_stmatrix(em: Emitter, linear, values: str, shape: tuple[int, 
         em.open()
         em.line("unsigned tt_m[4];")
         em.line(f"memcpy(tt_m, &{values}[{first}], 16);")
-        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{_staging_index(coords, shape, box)}]), "
+        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{staging.index(coords)}]), "
                 "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
         em.close()
 

@@ -152,6 +152,8 @@ def plan(fn: Function) -> SharedMemoryPlan:
         if size > 0:
             at = positions.index[id(op)]
             align = SCRATCH_ALIGNMENT.get(op.name, _SCRATCH_ALIGN)
+            if callable(align):
+                align = align(op)
             users.append(_User(op, _align(size, _SCRATCH_ALIGN), at, at, align))
     _place(users)
     total = max((u.offset + u.size for u in users), default=0)
