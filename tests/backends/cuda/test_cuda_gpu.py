@@ -184,3 +184,34 @@ def test_scalar_reduce_and_argmax():
     xs = x.cpu().numpy()
     assert idx.item() == int(np.argmax(xs))
     np.testing.assert_allclose(out.item(), xs.max() + xs.sum(), rtol=1e-4, atol=1e-3)
+
+
+def test_fp32_blocks_to_fp8_convert_two_at_a_time_and_match_torch():
+    # A block cast from fp32 to fp8 converts register pairs with one instruction
+    # (cvt.rn.satfinite.e4m3x2.f32 on sm_89+); each element must still be its own
+    # rounding: saturating to the largest finite value, NaN to the format's NaN.
+    import tritone as triton
+    import tritone.language as tl
+
+    @triton.jit
+    def to_fp8(x, e4, e5, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x + offs)
+        tl.store(e4 + offs, v.to(tl.float8e4nv))
+        tl.store(e5 + offs, v.to(tl.float8e5))
+
+    specials = [float("nan"), float("inf"), -float("inf"), 1e-40, 464.0, 500.0, -448.0, 57344.0, 61440.0, 1e10,
+                2.0 ** -9, 2.0 ** -10, 2.0 ** -17, 1.0625, -2.7]
+    x = torch.cat([torch.randn(2048 - len(specials), device="cuda") * 100, torch.tensor(specials, device="cuda")])
+    e4 = torch.full((2048,), 0x55, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+    e5 = torch.full((2048,), 0x55, dtype=torch.uint8, device="cuda").view(torch.float8_e5m2)
+    compiled = to_fp8[(2,)](x, e4, e5, BLOCK=1024, num_warps=4)
+    if torch.cuda.get_device_capability() >= (8, 9):
+        assert "tt_f32x2_to_fp8e4nv(" in compiled.asm["cuda"] and "tt_f32x2_to_fp8e5(" in compiled.asm["cuda"]
+    xs = x.cpu()
+    finite = ~torch.isnan(xs)
+    expected4 = xs.clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8)
+    expected5 = xs.clamp(-57344.0, 57344.0).to(torch.float8_e5m2).view(torch.uint8)
+    assert torch.equal(e4.view(torch.uint8).cpu()[finite], expected4[finite])
+    assert torch.equal(e5.view(torch.uint8).cpu()[finite], expected5[finite])
+    assert e4.float().cpu()[~finite].isnan().all() and e5.float().cpu()[~finite].isnan().all()

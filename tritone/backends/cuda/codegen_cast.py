@@ -84,6 +84,12 @@ def cast_expr(x: str, src: dtype, dst: dtype, rounding: str = "rtne") -> str:
     raise CodegenError(f"no conversion from {src} to {dst}")
 
 
+# fp32 -> fp8 two registers at a time: one instruction converts both (sm_89's
+# `cvt.rn.satfinite.e4m3x2.f32`), where converting one at a time wastes half of
+# each and costs byte shuffles to put the pairs back together (a matmul's epilogue)
+_PAIRED = ("fp8e4nv", "fp8e5")
+
+
 @emits("cast")
 def emit_cast(em: Emitter, op: Operation) -> None:
     src = op.operands[0].type.scalar
@@ -92,6 +98,16 @@ def emit_cast(em: Emitter, op: Operation) -> None:
     for ty in (src, dst):
         if ty.is_floating() and type_text(ty) not in NARROW_FLOATS + ("fp32", "fp64"):
             raise CodegenError(f"cast involving {ty} at {op.loc}: the CUDA backend has no {ty}")
+    result = op.results[0]
+    if type_text(src) == "fp32" and type_text(dst) in _PAIRED and rounding == "rtne" and result.type.is_block():
+        count = em.nregs(result)
+        if count % 2 == 0 and em.distinct_register_bits(result) == count - 1:
+            name = em.define_block(result)
+            x = em.name(op.operands[0])
+            em.lines.append("#pragma unroll")
+            em.line(f"for (int i = 0; i < {count}; i += 2) "
+                    f"tt_f32x2_to_{type_text(dst)}({x}[i], {x}[i + 1], &{name}[i]);")
+            return
     elementwise(em, op, lambda xs: cast_expr(xs[0], src, dst, rounding))
 
 

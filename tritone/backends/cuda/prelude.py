@@ -137,6 +137,15 @@ TT_DEVICE tt_fp8e5 tt_f32_to_fp8e5(float x) {
   unsigned short r; asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
   return tt_fp8e5{(unsigned char)(r & 0xff)};
 }
+// two at a time into out[0], out[1], one instruction for both (the low byte is the first)
+TT_DEVICE void tt_f32x2_to_fp8e4nv(float x, float y, tt_fp8e4nv* out) {
+  unsigned short r; asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(y), "f"(x));
+  memcpy(out, &r, 2);
+}
+TT_DEVICE void tt_f32x2_to_fp8e5(float x, float y, tt_fp8e5* out) {
+  unsigned short r; asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(y), "f"(x));
+  memcpy(out, &r, 2);
+}
 TT_DEVICE float tt_fp8e4nv_to_f32(tt_fp8e4nv x) {
   unsigned w; asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(w) : "h"((unsigned short)x.bits));
   return tt_f16_to_f32(tt_f16{(unsigned short)(w & 0xffffu)});
@@ -168,6 +177,12 @@ TT_DEVICE tt_fp8e5 tt_f32_to_fp8e5(float x) {
   a += 0xfffffu + ((a >> 21) & 1u);
   unsigned code = (a >> 21) - (112u << 2);
   return tt_fp8e5{(unsigned char)(s | (code < 0x7bu ? code : 0x7bu))};
+}
+TT_DEVICE void tt_f32x2_to_fp8e4nv(float x, float y, tt_fp8e4nv* out) {
+  out[0] = tt_f32_to_fp8e4nv(x); out[1] = tt_f32_to_fp8e4nv(y);
+}
+TT_DEVICE void tt_f32x2_to_fp8e5(float x, float y, tt_fp8e5* out) {
+  out[0] = tt_f32_to_fp8e5(x); out[1] = tt_f32_to_fp8e5(y);
 }
 TT_DEVICE float tt_fp8e4nv_to_f32(tt_fp8e4nv x) {
   unsigned b = x.bits, s = (b & 0x80u) << 24, e = (b >> 3) & 0xfu, m = b & 7u;
