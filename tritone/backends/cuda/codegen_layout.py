@@ -20,6 +20,7 @@ from ...ir.layouts import Coord, LinearLayout, SwizzledSharedLayout
 from .codegen_base import (
     CodegenError,
     Emitter,
+    bits_expr,
     emits,
     linear_index_expr,
     needs_scratch,
@@ -102,6 +103,7 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
     Elements are placed by `_swizzled` (the same `nbytes`, fewer bank conflicts)."""
     elem = ctype(writes[0][0].type)
     eb = _element_bytes(writes[0][0])
+    row_bits = _swizzle_row_bits(writes[0][1], eb)
     names = [em.define(value) for value, _, _ in reads]
     # a barrier first only where earlier shared-memory users may still read these bytes
     em.shared_access(em.scratch_base, em.scratch_base + nbytes, True)
@@ -109,36 +111,114 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
     em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
     for value, strides, offset in writes:
         if not value.type.is_block():
-            em.line(f"tt_buf[{_swizzled(str(offset), eb)}] = {em.name(value)};")
+            em.line(f"tt_buf[{_swizzled(str(offset), eb, row_bits)}] = {em.name(value)};")
+            continue
+        if _by_stmatrix(em, value, strides, offset):
+            def index(coords: list[str], strides=strides) -> str:
+                return _swizzled(linear_index_expr(coords, strides), eb, row_bits)
+            write_by_stmatrix(em, em.linear(value), em.name(value), index)
             continue
         width = _vector_width(em.linear(value), strides, offset, eb)
         for reg in _unique_registers(em.linear(value)):
             if reg % width == 0:
-                index = _swizzled(_offsets(em, value, reg, strides, offset), eb)
+                index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
                 _copy(em, f"tt_buf[{index}]", f"{em.name(value)}[{reg}]", width * eb, width == 1)
     em.barrier()
     for (value, strides, offset), name in zip(reads, names):
         if not value.type.is_block():
-            em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb)}];")
+            em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb, row_bits)}];")
             continue
         width = _vector_width(em.linear(value), strides, offset, eb)
         for reg in range(0, em.nregs(value), width):
-            index = _swizzled(_offsets(em, value, reg, strides, offset), eb)
+            index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
             _copy(em, f"{name}[{reg}]", f"tt_buf[{index}]", width * eb, width == 1)
     em.close()
 
 
-# Scratch memory is seen as rows of eight 16-byte chunks (the 32 banks once); the
-# chunks of row r are permuted by XOR with r % 8, so that threads writing or reading
-# 32 bytes apart, or down a column, hit different banks. Accesses of at most 16
-# aligned bytes stay inside one chunk; the bytes used do not change.
+def _by_stmatrix(em: Emitter, value: Value, strides: list[int], offset: int) -> bool:
+    """Whether `exchange` writes `value` (an mma or wgmma result of 16-bit
+    elements, say) with `stmatrix`, 16 bytes a lane, where the elements would
+    otherwise go 4 bytes at a time: on sm_90+, into a row-major block."""
+    shape = tuple(value.type.shape)
+    return (em.target >= 90 and offset == 0 and len(shape) == 2 and list(strides) == row_major_strides(shape)
+            and stmatrix_fits(em.linear(value), _element_bytes(value), shape[1]))
+
+
+# the 8x8 matrix of 16-bit elements `stmatrix` stores from a warp (PTX_FACTS: the fragment
+# `ldmatrix` loads): register bit 0 the next column, lane bits 0-1 columns 2 and 4, lane
+# bits 2-4 rows 1, 2 and 4
+_STMATRIX_REGISTER = (0, 1)
+_STMATRIX_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))
+
+
+def stmatrix_fits(linear, eb: int, contiguous: int) -> bool:
+    """Whether a 2-D block of 16-bit elements in `linear` (an mma or wgmma result,
+    say) is written to shared memory by `stmatrix.x4` (sm_90+): each thread's
+    register pairs and its lanes form 8x8 matrices, four per instruction
+    (register bits 1 and 2), no two lanes or registers holding the same element,
+    and a matrix row (16 bytes) contiguous there (`contiguous`: how many columns
+    of a row are side by side)."""
+    if eb != 2 or linear.rank != 2 or len(linear.registers) < 3 or contiguous < 8:
+        return False
+    if tuple(linear.registers[0]) != _STMATRIX_REGISTER or tuple(map(tuple, linear.lanes)) != _STMATRIX_LANES:
+        return False
+    return all(any(basis) for basis in linear.registers)
+
+
+SHARED_ADDRESS = r"""__device__ __forceinline__ unsigned tt_shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}"""
+
+
+def write_by_stmatrix(em: Emitter, linear, values: str, index) -> None:
+    """`values` into shared `tt_buf`, the element at coordinates `coords` (C
+    expressions) at `tt_buf[index(coords)]`, four 8x8 matrices per `stmatrix`:
+    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2)."""
+    em.declare_once(SHARED_ADDRESS)
+    em.declare_once(
+        "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
+        "unsigned d) {\n"
+        '  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" '
+        ':: "r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");\n}')
+    rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
+    for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
+        parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
+                 bits_expr([linear.registers[1][dim], linear.registers[2][dim]], "(tt_lane >> 3)"), own]
+        em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
+    for first in range(0, linear.num_registers, 8):
+        origin = linear.register_coords(first)
+        coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
+        em.open()
+        em.line("unsigned tt_m[4];")
+        em.line(f"memcpy(tt_m, &{values}[{first}], 16);")
+        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{index(coords)}]), "
+                "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
+        em.close()
+
+
+# Scratch memory is seen as 128-byte units of eight 16-byte chunks (the 32 banks
+# once); the chunks of a unit are permuted by XOR with the block's row number mod 8,
+# so that threads writing or reading 32 bytes apart, or down a column, hit
+# different banks. A row is a unit where rows are 128 bytes or shorter; a longer
+# row (a stride of 256 bytes or more) spans several units, all permuted by that
+# row's number (else the eight rows an mma fragment writes at once would share
+# two permutations between them). Accesses of at most 16 aligned bytes stay inside
+# one chunk; the bytes used do not change.
 _CHUNK_BYTES, _CHUNKS_PER_ROW = 16, 8
 
 
-def _swizzled(index: str, elem_bytes: int) -> str:
-    """Where the element at `index` (a C expression) is placed."""
+def _swizzle_row_bits(strides: list[int], elem_bytes: int) -> int:
+    """The element index bit where the row number that permutes the chunks starts:
+    the smallest stride of at least 128 bytes, a power of two, else 128 bytes."""
+    unit = _CHUNK_BYTES * _CHUNKS_PER_ROW // elem_bytes
+    longer = [s for s in strides if s >= unit and s & (s - 1) == 0]
+    return (min(longer) if longer else unit).bit_length() - 1
+
+
+def _swizzled(index: str, elem_bytes: int, row_bits: int) -> str:
+    """Where the element at `index` (a C expression) is placed, the row number
+    starting at index bit `row_bits` (`_swizzle_row_bits`)."""
     chunk_bits = (_CHUNK_BYTES // elem_bytes).bit_length() - 1
-    row_bits = chunk_bits + _CHUNKS_PER_ROW.bit_length() - 1
     if index.isdigit():
         value = int(index)
         return str(value ^ (((value >> row_bits) & (_CHUNKS_PER_ROW - 1)) << chunk_bits))

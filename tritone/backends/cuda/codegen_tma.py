@@ -43,13 +43,19 @@ from .codegen_base import (
     SCRATCH_ALIGNMENT,
     CodegenError,
     Emitter,
-    bits_expr,
     emits,
     linear_index_expr,
     needs_scratch,
     row_major_strides,
 )
-from .codegen_layout import _copy, _unique_registers, _vector_width
+from .codegen_layout import (
+    SHARED_ADDRESS,
+    _copy,
+    _unique_registers,
+    _vector_width,
+    stmatrix_fits,
+    write_by_stmatrix,
+)
 from .codegen_types import ctype, literal
 from .dot.shared import smem_address
 from .dot.shared import tile_bytes as block_bytes
@@ -63,10 +69,7 @@ _MBARRIER_BYTES = 16  # 8 used, the scratch granularity kept
 
 _TENSORMAP_STRUCT = "struct __align__(64) tt_tensormap { unsigned long long opaque[16]; };"
 
-_MBARRIER_HELPERS = r"""__device__ __forceinline__ unsigned tt_shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void tt_mbarrier_init(unsigned bar) {
+_MBARRIER_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init(unsigned bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
                "fence.mbarrier_init.release.cluster;\n\t"
                "fence.proxy.async.shared::cta;" :: "r"(bar) : "memory");
@@ -118,6 +121,7 @@ def _coordinate_list(rank: int, first: int) -> str:
 
 def _declare_copies(em: Emitter, rank: int) -> None:
     """The PTX wrappers of rank-`rank` tensor copies, each declared once."""
+    em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     coords = ", ".join(f"int c{d}" for d in range(rank))
     inputs = ", ".join(f'"r"(c{d})' for d in range(rank))
@@ -287,8 +291,8 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     linear = em.linear(value)
     staging = _Staging(op)
     eb = value.type.scalar.itemsize
-    if _stmatrix_fits(linear, eb, staging.box):
-        _write_tile_by_stmatrix(em, linear, em.name(value), staging)
+    if stmatrix_fits(linear, eb, staging.box[1]):
+        write_by_stmatrix(em, linear, em.name(value), staging.index)
     else:
         # byte elements (fp8) in pairs at least: an mma result's thread holds column pairs
         width = _vector_width(linear, row_major_strides(staging.box), 0, eb, least_bytes=2)
@@ -422,50 +426,6 @@ def _store_staged_by_threads(em: Emitter, op: Operation, element: str, staging: 
     em.close()
 
 
-# the 8x8 matrix of 16-bit elements `stmatrix` stores from a warp (PTX_FACTS: the fragment
-# `ldmatrix` loads): register bit 0 the next column, lane bits 0-1 columns 2 and 4, lane
-# bits 2-4 rows 1, 2 and 4
-_STMATRIX_REGISTER = (0, 1)
-_STMATRIX_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))
-
-
-def _stmatrix_fits(linear, eb: int, box: tuple[int, ...]) -> bool:
-    """Whether a 2-D block of 16-bit elements in `linear` (an mma or wgmma result,
-    say) is written to its staged tile by `stmatrix.x4`: each thread's register
-    pairs and its lanes form 8x8 matrices, four per instruction (register bits 1
-    and 2), no two lanes or registers holding the same element, and a matrix row
-    (16 bytes) contiguous in the tile."""
-    if eb != 2 or linear.rank != 2 or len(linear.registers) < 3 or box[1] < 8:
-        return False
-    if tuple(linear.registers[0]) != _STMATRIX_REGISTER or tuple(map(tuple, linear.lanes)) != _STMATRIX_LANES:
-        return False
-    return all(any(basis) for basis in linear.registers)
-
-
-def _write_tile_by_stmatrix(em: Emitter, linear, values: str, staging: _Staging) -> None:
-    """`values` into the staged tile `tt_buf`, four 8x8 matrices per `stmatrix`:
-    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2)."""
-    em.declare_once(
-        "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
-        "unsigned d) {\n"
-        '  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" '
-        ':: "r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");\n}')
-    rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
-    for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
-        parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
-                 bits_expr([linear.registers[1][dim], linear.registers[2][dim]], "(tt_lane >> 3)"), own]
-        em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
-    for first in range(0, linear.num_registers, 8):
-        origin = linear.register_coords(first)
-        coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
-        em.open()
-        em.line("unsigned tt_m[4];")
-        em.line(f"memcpy(tt_m, &{values}[{first}], 16);")
-        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{staging.index(coords)}]), "
-                "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
-        em.close()
-
-
 @needs_scratch("tensormap_create")
 def tensormap_create_scratch_bytes(op: Operation) -> int:
     return TENSOR_MAP_BYTES
@@ -519,6 +479,7 @@ def emit_tensormap_create(em: Emitter, op: Operation) -> None:
         raise CodegenError(f"tensormap_create at {op.loc}: its shared bytes at offset {em.scratch_base} are not "
                            f"{TENSOR_MAP_BYTES}-byte aligned")
     em.declare_once(_TENSORMAP_STRUCT)
+    em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     em.memo["arch_suffix"] = "a"  # tensormap.replace is an sm_90a instruction
     name = _define_scratch_map(em, op)
@@ -573,6 +534,7 @@ def _mbarrier(em: Emitter, barriers, slot: str) -> str:
 @emits("mbarrier_init")
 def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
     barriers = op.operands[0]
+    em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     em.open("if (threadIdx.x == 0)")
     for stage in range(barriers.type.shape[0]):
@@ -584,6 +546,7 @@ def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
 @emits("mbarrier_arrive")
 def emit_mbarrier_arrive(em: Emitter, op: Operation) -> None:
     barriers, slot, in_range = op.operands
+    em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     em.line(f"tt_mbarrier_expect_tx_if(threadIdx.x == 0 && {em.name(in_range)}, "
             f"{_mbarrier(em, barriers, em.name(slot))}, {int(op.attrs['bytes'])}u);")
@@ -592,6 +555,7 @@ def emit_mbarrier_arrive(em: Emitter, op: Operation) -> None:
 @emits("mbarrier_wait")
 def emit_mbarrier_wait(em: Emitter, op: Operation) -> None:
     barriers, slot, phase = op.operands
+    em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     em.line(f"tt_mbarrier_wait({_mbarrier(em, barriers, em.name(slot))}, {em.name(phase)});")
 
