@@ -176,3 +176,18 @@ def test_fp8_tiles_are_k_major_and_pipelined(b_contiguous):
     assert "m64n256k32.f32.e4m3.e4m3" in source
     pipelined = metadata["shared"] == 3 * (128 * 64 + 64 * 256)
     assert pipelined == (b_contiguous == 0)
+
+
+@pytest.mark.parametrize("arch, stmatrix", [(90, 16), (80, 0)])
+def test_the_result_reaches_its_stores_through_stmatrix_on_sm90(arch, stmatrix):
+    # The fp16 result of a 128x256 matmul tile is stored by pointers in a blocked layout:
+    # on sm_90 the wgmma fragments go to shared memory four 8x8 matrices per stmatrix
+    # (16 a thread), and the rows, 512 bytes long, permute their 16-byte chunks by their
+    # own row number (the index's bits from 8 up), so the eight rows of a matrix spread
+    # over the banks; sm_80 keeps its 4-byte stores.
+    module = ir_module(matmul_kernel, MATMUL_SIG, matmul_constexprs(128, 256, 64), arch, num_warps=8)
+    source, _, _ = generate_cuda(module, arch, {"num_warps": 8})
+    calls = re.findall(r"tt_stmatrix_x4\(tt_shared_address\(&tt_buf\[(.*)\]\), ", source)
+    assert len(calls) == stmatrix
+    assert all(">> 8) & 7) << 3)" in index for index in calls)
+    assert ">> 8) & 7) << 3)" in source, "rows of 256 fp16 are swizzled by row"
