@@ -13,6 +13,8 @@ The whole lowering of a kernel, in order (`generate_cuda`):
      descriptor ops as pointer code;
    - `accumulate` (`dot/accumulate.py`): `acc + dot(a, b, 0)` as
      `dot(a, b, acc)` on every dot path, as upstream combines it;
+   - `pointer_steps`: pointer blocks a loop advances by one uniform step a
+     trip become their start plus a carried scalar offset;
    - `layout_pass`: a distributed layout for every block value (coalesced for
      memory accesses, the layouts the dots' implementations ask for),
      `convert_layout` where producers and consumers disagree, and the clean-up
@@ -35,7 +37,7 @@ from tritone.errors import OutOfResources
 from tritone.ir.core import Module
 from tritone.passes import lower_descriptors, run_pipeline
 
-from . import layout_pass, pipeline, smem, tma
+from . import layout_pass, pipeline, pointer_steps, smem, tma
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
 from .dot import accumulate, operands
@@ -44,7 +46,8 @@ __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max
 
 # The GPU passes, in the order they run (after the frontend's passes). A new
 # pass is one module with `run(module, ctx)` and one entry here.
-GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, layout_pass, operands, pipeline, smem)
+GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, pointer_steps, layout_pass, operands,
+                                      pipeline, smem)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,

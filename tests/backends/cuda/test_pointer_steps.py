@@ -1,0 +1,153 @@
+"""pointer_steps.py: a pointer block a loop advances by one uniform step a trip
+becomes its start plus an i64 offset the loop carries.
+
+Without a GPU: what the pass makes of a matmul's K loop (constant and run-time
+steps), what it leaves alone (a step that differs per element), and that a
+cp.async K loop no longer copies through one register pair (no loop-carried
+pointer block at all). On a GPU (`gpu` marker): kernels whose pointers step
+through a loop, the final pointer read after it, against torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda import pointer_steps
+from tritone.compiler import ASTSource
+from tritone.compiler.compiler import make_ir
+from tritone.ir import print_module
+from tritone.ir.types import type_text
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BK  # a constant step
+        b_ptrs += BK * stride_bk  # a run-time step
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def walk(x_ptr, out_ptr, last_ptr, n, step, BLOCK: tl.constexpr):
+    """Sums n blocks `step` elements apart, then reads the block the pointers end on."""
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(n):
+        acc += tl.load(ptrs)
+        ptrs += step
+    tl.store(out_ptr + offs, acc)
+    tl.store(last_ptr + offs, tl.load(ptrs))
+
+
+@triton.jit
+def gather_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """A step that differs per element (the pointers spread apart): left alone."""
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(n):
+        acc += tl.load(ptrs)
+        ptrs += offs
+    tl.store(out_ptr + offs, acc)
+
+
+def _ir(fn, signature: dict, constexprs: dict):
+    src = ASTSource(fn, signature, constexprs)
+    return make_ir(src, GPUTarget("cuda", 90, 32), {"num_warps": 4, "num_stages": 3})
+
+
+def _loop(module):
+    return next(op for op in module.kernel.walk() if op.name == "for")
+
+
+def test_the_k_loop_carries_offsets_not_pointer_blocks():
+    module = _ir(matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32", "stride_bk": "i32"},
+                 {"BM": 64, "BN": 64, "BK": 32})
+    pointer_steps.run(module)
+    loop = _loop(module)
+    body = loop.regions[0]
+    carried = [a.type for a in body.args[1:]]
+    assert not any(t.is_block() and t.scalar.is_ptr() for t in carried), print_module(module)
+    assert [type_text(t) for t in carried if not t.is_block()] == ["i64", "i64"]
+    # each block is its start (defined before the loop) plus the offset, made at the top of the body
+    made = [op for op in body.ops if op.name == "addptr" and op.operands[1].defining_op.name == "splat"
+            and op.operands[1].defining_op.operands[0] in body.args]
+    assert len(made) == 2 and all(op.operands[0].defining_op.parent is loop.parent for op in made)
+    loads = [op for op in body.ops if op.name == "load"]
+    assert {id(op.operands[0]) for op in loads} == {id(op.results[0]) for op in made}
+    # the offsets advance by 32 and by 32 * stride_bk (widened)
+    text = print_module(module)
+    assert "{value = 32} : () -> i64" in text and "cast(" in text
+
+
+def test_a_pointer_used_after_the_loop_is_rebuilt_from_the_final_offset():
+    module = _ir(walk, {"x_ptr": "*fp32", "out_ptr": "*fp32", "last_ptr": "*fp32", "n": "i32", "step": "i32"},
+                 {"BLOCK": 128})
+    pointer_steps.run(module)
+    loop = _loop(module)
+    after = loop.parent.ops[loop.parent.ops.index(loop) + 1:]
+    rebuilt = next(op for op in after if op.name == "addptr")
+    assert rebuilt.operands[1].defining_op.operands[0] is loop.results[-1]
+    assert not any(r.type.is_block() and r.type.scalar.is_ptr() for r in loop.results)
+    (load,) = [op for op in after if op.name == "load"]
+    assert load.operands[0] is rebuilt.results[0]
+
+
+def test_a_step_that_differs_per_element_is_left_alone():
+    module = _ir(gather_walk, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})
+    before = print_module(module)
+    pointer_steps.run(module)
+    assert print_module(module) == before
+
+
+def test_the_copies_of_a_pipelined_k_loop_read_no_carried_pointer():
+    compiled = triton.compile(ASTSource(matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32",
+                                                 "stride_bk": "i32"}, {"BM": 128, "BN": 128, "BK": 64},
+                                        {(i,): [["tt.divisibility", 16]] for i in range(5)}),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 4})
+    cuda = compiled.asm["cuda"]
+    assert "cp.async.cg.shared.global" in compiled.asm["ptx"]
+    # loop-carried values are the `c` arrays and scalars: offsets, no pointer blocks
+    assert re.search(r"long long c\d+;", cuda), "the carried offsets"
+    assert not re.search(r"tt_f16\* c\d+\[", cuda), "a carried pointer block"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, step", [(0, 128), (1, 128), (7, 256), (5, -128)])
+def test_pointers_stepped_through_a_loop_read_what_torch_reads(n, step, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    x = torch.randn(4096, device="cuda")
+    base = 2048 if step < 0 else 0
+    out = torch.full((128,), float("nan"), device="cuda")
+    last = torch.full((128,), float("nan"), device="cuda")
+    walk[(1,)](x[base:], out, last, n, step, BLOCK=128)
+    starts = [base + i * step for i in range(n)]
+    expected = sum((x[s:s + 128] for s in starts), torch.zeros(128, device="cuda"))
+    end = base + n * step
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last, x[end:end + 128], rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [32, 64, 448])
+def test_a_k_loop_with_stepped_pointers_matches_torch(K, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    a = torch.randn((64, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, 96), device="cuda", dtype=torch.float16)[:, :64]  # rows 96 apart: a run-time step
+    c = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
+    matmul[(1,)](a, b, c, K, b.stride(0), BM=64, BN=64, BK=32)
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-2)
