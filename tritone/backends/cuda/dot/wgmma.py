@@ -226,7 +226,9 @@ class _Lowering:
             # one warpgroup: its slab starts at row 0 (a constant, so the descriptors stay uniform)
             em.line(f"const unsigned {group_row} = 0u;")
         else:
-            em.line(f"const unsigned {group_row} = (unsigned)(tt_warp >> 2) * 64u;")
+            # the warpgroup's number through a shuffle from lane 0: warp-uniform to ptxas, so
+            # the descriptors built from it stay in uniform registers
+            em.line(f"const unsigned {group_row} = (unsigned)__shfl_sync(0xffffffffu, tt_warp >> 2, 0) * 64u;")
         descriptors = []
         for operand in ops:
             if operand is None:
