@@ -39,28 +39,23 @@ def matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, BM: tl.constexpr, BN: tl.constexpr
 
 
 @triton.jit
-def walk(x_ptr, out_ptr, last_ptr, n, step, BLOCK: tl.constexpr):
-    """Sums n blocks `step` elements apart, then reads the block the pointers end on."""
+def walk(x_ptr, out_ptr, last_ptr, n, step, BLOCK: tl.constexpr, SPREAD: tl.constexpr):
+    """Sums n blocks `step` elements apart, then reads the block the pointers end on;
+    with SPREAD, each element's pointer steps by its own index instead (not uniform)."""
     offs = tl.arange(0, BLOCK)
     ptrs = x_ptr + offs
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for _ in range(n):
         acc += tl.load(ptrs)
-        ptrs += step
+        if SPREAD:
+            ptrs += offs
+        else:
+            ptrs += step
     tl.store(out_ptr + offs, acc)
     tl.store(last_ptr + offs, tl.load(ptrs))
 
 
-@triton.jit
-def gather_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    """A step that differs per element (the pointers spread apart): left alone."""
-    offs = tl.arange(0, BLOCK)
-    ptrs = x_ptr + offs
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for _ in range(n):
-        acc += tl.load(ptrs)
-        ptrs += offs
-    tl.store(out_ptr + offs, acc)
+_WALK = {"x_ptr": "*fp32", "out_ptr": "*fp32", "last_ptr": "*fp32", "n": "i32", "step": "i32"}
 
 
 def _ir(fn, signature: dict, constexprs: dict):
@@ -93,8 +88,7 @@ def test_the_k_loop_carries_offsets_not_pointer_blocks():
 
 
 def test_a_pointer_used_after_the_loop_is_rebuilt_from_the_final_offset():
-    module = _ir(walk, {"x_ptr": "*fp32", "out_ptr": "*fp32", "last_ptr": "*fp32", "n": "i32", "step": "i32"},
-                 {"BLOCK": 128})
+    module = _ir(walk, _WALK, {"BLOCK": 128, "SPREAD": False})
     pointer_steps.run(module)
     loop = _loop(module)
     after = loop.parent.ops[loop.parent.ops.index(loop) + 1:]
@@ -106,7 +100,7 @@ def test_a_pointer_used_after_the_loop_is_rebuilt_from_the_final_offset():
 
 
 def test_a_step_that_differs_per_element_is_left_alone():
-    module = _ir(gather_walk, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})
+    module = _ir(walk, _WALK, {"BLOCK": 128, "SPREAD": True})
     before = print_module(module)
     pointer_steps.run(module)
     assert print_module(module) == before
@@ -133,7 +127,7 @@ def test_pointers_stepped_through_a_loop_read_what_torch_reads(n, step, monkeypa
     base = 2048 if step < 0 else 0
     out = torch.full((128,), float("nan"), device="cuda")
     last = torch.full((128,), float("nan"), device="cuda")
-    walk[(1,)](x[base:], out, last, n, step, BLOCK=128)
+    walk[(1,)](x[base:], out, last, n, step, BLOCK=128, SPREAD=False)
     starts = [base + i * step for i in range(n)]
     expected = sum((x[s:s + 128] for s in starts), torch.zeros(128, device="cuda"))
     end = base + n * step
