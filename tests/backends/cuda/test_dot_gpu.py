@@ -325,3 +325,27 @@ def test_sub_block_walk_with_jumps_matches_torch(num_stages):
                 rows = slice(block * sparse + tile * bn, block * sparse + (tile + 1) * bn)
                 expected += (q.float() @ k[rows].float().T).half().float() @ v[rows].float()
         torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-1)
+
+
+@triton.jit
+def _dot_to_fp8(a_ptr, b_ptr, c_ptr, stride_cm, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float8e4nv), mask=rm[:, None] < M)
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_a_dot_result_stored_as_fp8_moves_through_shared_memory_in_pairs(num_warps):
+    # The tensor cores' fragments give each thread column pairs; cast to fp8 they reach the
+    # store's layout through shared memory two bytes at a time. Small integers keep every sum
+    # exact, so the fp8 bits (saturating at 448) must be torch's.
+    a = torch.randint(-3, 4, (128, 64), device="cuda").to(torch.float16)
+    b = torch.randint(-3, 4, (64, 128), device="cuda").to(torch.float16)
+    c = torch.full((128, 128), 0x55, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+    from tritone.backends.sites import active_target
+
+    compiled = _dot_to_fp8[(1,)](a, b, c, c.stride(0), M=128, N=128, K=64, num_warps=num_warps)
+    if int(active_target().arch) >= 80:  # an mma fragment (older targets' dots may store directly)
+        assert "tt_w2" in compiled.asm["cuda"], "byte pairs through shared memory"
+    expected = (a.float() @ b.float()).clamp(-448, 448).to(torch.float8_e4m3fn)
+    assert torch.equal(c.view(torch.uint8), expected.view(torch.uint8))

@@ -56,12 +56,16 @@ def test_transposed_store_is_one_conversion_and_vector_stores(dtype):
 
 
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
-@pytest.mark.parametrize("dtype, ynumel, xnumel", [("bf16", 64, 128), ("fp32", 128, 64)])
+@pytest.mark.parametrize("dtype, ynumel, xnumel", [("bf16", 64, 128), ("fp32", 128, 64), ("i8", 64, 128)])
 def test_transposed_copy_runs_on_the_emulator(dtype, ynumel, xnumel):
     source, metadata = _generate(dtype, 32, 32, 4)
     rng = np.random.default_rng(ynumel + xnumel)
     values = rng.standard_normal((xnumel, ynumel)).astype(np.float32)
-    if dtype == "bf16":
+    if dtype == "i8":
+        x = rng.integers(-128, 128, (xnumel, ynumel)).astype(np.int8)
+        out = np.full((ynumel, xnumel), 0x55, dtype=np.int8)
+        expected = x.T
+    elif dtype == "bf16":
         # bf16 bits: the top half of each fp32 (the values are then exact in bf16)
         x = (values.view(np.uint32) >> 16).astype(np.uint16)
         out = np.full((ynumel, xnumel), 0x7FC0, dtype=np.uint16)

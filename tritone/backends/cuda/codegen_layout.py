@@ -118,7 +118,7 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
                 return _swizzled(linear_index_expr(coords, strides), eb, row_bits)
             write_by_stmatrix(em, em.linear(value), em.name(value), index)
             continue
-        width = _vector_width(em.linear(value), strides, offset, eb)
+        width = _vector_width(em.linear(value), strides, offset, eb, least_bytes=2)
         for reg in _unique_registers(em.linear(value)):
             if reg % width == 0:
                 index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
@@ -128,7 +128,7 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
         if not value.type.is_block():
             em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb, row_bits)}];")
             continue
-        width = _vector_width(em.linear(value), strides, offset, eb)
+        width = _vector_width(em.linear(value), strides, offset, eb, least_bytes=2)
         for reg in range(0, em.nregs(value), width):
             index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
             _copy(em, f"{name}[{reg}]", f"tt_buf[{index}]", width * eb, width == 1)
