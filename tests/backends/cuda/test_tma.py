@@ -540,9 +540,25 @@ def test_blocks_of_a_map_only_stored_are_staged_swizzled_one_column_at_a_time():
                         r"([^;]*)\);", cuda)
     assert [int(at) for at, _ in stores] == [0, 8192, 16384, 24576]
     assert [coords.split(", ")[1].partition(" + ")[2] for _, coords in stores] == ["", "64", "128", "192"]
-    assert "& 7) ^ (" in cuda, "the staged elements' 16-byte pieces are permuted by their row"
     spec = LaunchSpec.from_kernel(kernel)
     assert spec.tensormap_boxes == ((), ((64, 64), 128))
+
+
+@pytest.mark.parametrize("element, block", [("fp16", (64, 256)), ("fp8e4nv", (512, 128)), ("fp32", (16, 32))])
+def test_the_swizzled_staging_places_elements_as_the_copy_engine_reads_them(element, block):
+    # 128-byte columns one after another, each row's 16-byte piece p at p ^ (row % 8)
+    from tritone.backends.cuda.codegen_tma import _Staging
+    from tritone.ir.core import Operation, Value
+
+    tensormap = tensormap_type(block_type(dtype(element), list(block)))
+    itemsize = dtype(element).itemsize
+    span, piece = 128 // itemsize, 16 // itemsize
+    store = Operation("tma_store", [Value(tensormap)], [], {"box": (min(block[0], 256), span), "swizzle": 128})
+    staging = _Staging(store)
+    for r in range(block[0]):
+        for c in range(0, block[1], max(1, piece // 2)):
+            expected = (c // span) * block[0] * span + r * span + (((c % span) // piece) ^ (r % 8)) * piece + c % piece
+            assert eval(staging.index([str(r), str(c)])) == expected, (r, c)
 
 
 def test_a_map_also_loaded_keeps_its_block_for_stores():

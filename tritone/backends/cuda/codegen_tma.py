@@ -37,6 +37,7 @@ import math
 
 from tritone.ir.core import Operation
 
+from ...ir.layouts import NvmmaSharedLayout
 from ...ir.types import tensormap_type
 from .codegen_base import (
     SCRATCH,
@@ -57,7 +58,7 @@ from .codegen_layout import (
     write_by_stmatrix,
 )
 from .codegen_types import ctype, literal
-from .dot.shared import smem_address
+from .dot.shared import TileGeometry, smem_address
 from .dot.shared import tile_bytes as block_bytes
 from .tensormap import SOFTWARE_NAN_FILL, SWIZZLES, TENSOR_MAP_BYTES, box_shape, element_key, tile_bytes
 
@@ -335,22 +336,16 @@ class _Staging:
         self.swizzle = int(store.attrs.get("swizzle", 0))
         self.tensormap = tensormap
         self.box = tuple(store.attrs["box"]) if self.swizzle else box_shape(tensormap)
+        if self.swizzle:
+            # wgmma's 128-byte swizzled tile layout is the copy engine's; counted in elements
+            layout = NvmmaSharedLayout(16 // self.itemsize, 1, 8, (1, 0))
+            self.tile = TileGeometry(layout, self.shape, 1)
 
     def index(self, coords: list[str]) -> str:
         """The element index in the staged tile of the element at `coords`."""
         if not self.swizzle:
             return _staging_index(coords, self.shape, self.box)
-        row, column = coords
-        rows = self.shape[0]
-        span = self.box[1]
-        piece = 16 // self.itemsize  # elements per 16 bytes
-        pieces = span // piece
-        at_column = f"(({column}) >> {span.bit_length() - 1}) * {rows * span}"
-        permuted = f"(((({column}) >> {piece.bit_length() - 1}) & {pieces - 1}) ^ (({row}) & 7)) * {piece}"
-        parts = [at_column, f"({row}) * {span}", permuted]
-        if piece > 1:
-            parts.append(f"(({column}) & {piece - 1})")
-        return " + ".join(parts)
+        return self.tile.general_offset(coords)
 
     def boxes(self, offsets: list[str]) -> list[tuple[int, list[str]]]:
         """(byte offset in the staged tile, coordinates) of each box the store copies."""

@@ -68,12 +68,13 @@ from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
 from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
-from tritone.ir.types import block_type, int1, int32, int64, tensormap_type
+from tritone.ir.types import block_type, int1, int32, int64
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
 from .axis_info import AxisInfoMap, analyze
 from .dot.shared import TileGeometry, copy_plan, tile_bytes
 from .tensormap import MAX_BOX_DIM, SWIZZLES, TENSOR_MAP_BYTES
+from .tma import host_maps, set_map_box
 
 
 def run(module: Module, ctx=None) -> None:
@@ -530,12 +531,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 # other loads read the same descriptor (attention's two loops over K and
                 # V, say): this tile's box and swizzle get a map of their own
                 tensormap = chain.load.operands[0] = _own_map(fn, tensormap)
-            if tensormap.defining_op is not None:
-                tensormap.defining_op.attrs.update(box=(rows, columns), swizzle=swizzle)
-            else:
-                boxes = dict(fn.attrs.get("tensormap_boxes") or {})
-                boxes[_host_maps(fn).index(tensormap)] = ((rows, columns), swizzle)
-                fn.attrs["tensormap_boxes"] = boxes
+            set_map_box(fn, tensormap, (rows, columns), swizzle)
         barriers = b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
         b.op("mbarrier_init", [barriers])
     buffers = []
@@ -703,15 +699,10 @@ def _own_map(fn: Function, tensormap: Value) -> Value:
         fn.attrs["global_scratch_size"] = size + TENSOR_MAP_BYTES * ctas
         return new.results[0]
     descriptors = list(fn.attrs["tensormaps"])
-    descriptors.append(descriptors[_host_maps(fn).index(tensormap)])
+    descriptors.append(descriptors[host_maps(fn).index(tensormap)])
     copy = fn.body.add_arg(tensormap.type, tensormap.name_hint)
     fn.attrs["tensormaps"] = tuple(descriptors)
     return copy
-
-
-def _host_maps(fn: Function) -> list[Value]:
-    """The kernel's tensor map arguments, in the order of its `tensormaps` attribute."""
-    return [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
 
 
 def _remap(value: Value, old_body: Region, new_body: Region) -> Value:

@@ -293,7 +293,6 @@ def _swizzle_stores(fn: Function) -> None:
     for op in fn.walk():
         if op.name in ("tma_load", "tma_store"):
             users.setdefault(op.operands[0], []).append(op)
-    host_maps = [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
     for tensormap, ops in users.items():
         make = tensormap.defining_op
         if make is not None and make.name != "tensormap_create":
@@ -307,12 +306,24 @@ def _swizzle_stores(fn: Function) -> None:
         box = (min(rows, MAX_BOX_DIM), SWIZZLE_BYTES // itemsize)
         for op in ops:
             op.attrs.update(box=box, swizzle=SWIZZLE_BYTES)
-        if make is not None:
-            make.attrs.update(box=box, swizzle=SWIZZLE_BYTES)
-        else:
-            boxes = dict(fn.attrs.get("tensormap_boxes") or {})
-            boxes[host_maps.index(tensormap)] = (box, SWIZZLE_BYTES)
-            fn.attrs["tensormap_boxes"] = boxes
+        set_map_box(fn, tensormap, box, SWIZZLE_BYTES)
+
+
+def host_maps(fn: Function) -> list[Value]:
+    """The kernel's tensor map arguments, in the order of its `tensormaps` attribute."""
+    return [a for a in fn.body.args if isinstance(a.type, tensormap_type)]
+
+
+def set_map_box(fn: Function, tensormap: Value, box: tuple[int, int], swizzle: int) -> None:
+    """Encode `tensormap` with `box` and `swizzle` (bytes) in place of its block
+    and no swizzle: on its `tensormap_create`, or for a host descriptor's map in
+    the kernel attribute `tensormap_boxes` the launcher reads."""
+    if tensormap.defining_op is not None:
+        tensormap.defining_op.attrs.update(box=box, swizzle=swizzle)
+        return
+    boxes = dict(fn.attrs.get("tensormap_boxes") or {})
+    boxes[host_maps(fn).index(tensormap)] = (box, swizzle)
+    fn.attrs["tensormap_boxes"] = boxes
 
 
 def _tma_condition(builder: Builder, offsets: list[Value], itemsize: int, facts: AxisInfoMap,
