@@ -17,7 +17,15 @@ compiles cold. In each worker, per case (workload x dtype):
   compiled result matches when its relative error (||out - ref|| / ||ref||) is within the
   dtype's tolerance or within twice eager's own error;
 - cold compile: the first call, synchronized (Dynamo, Inductor, Triton compilation,
-  autotuning and the run);
+  autotuning and the run), and the part of it spent in Triton's compiler (the
+  compilation listener's times; upstream Triton 3.6 and tritone both report them). Inductor
+  compiles with `--compile-threads` (default 1, Windows' setting, where torch always
+  compiles in the process itself, one kernel after another). With torch's own choice
+  (`--compile-threads 0`) Inductor compiles in the process until its pool of compile
+  processes answers a readiness probe, then in the pool: a race whose outcome depends on how
+  long the cases before took, and whose compilations the listener does not see;
+- before any worker starts, tritone's modules are byte-compiled (`byte_compile_tritone`), so
+  neither side compiles Python sources inside a timed call;
 - steady state: median of CUDA-event-timed calls (bench/timing.py), with CUDA graphs off
   (`triton.cudagraphs=False`) and on (`triton.cudagraphs=True`, reduce-overhead's setting);
 - kernels: the kernels Inductor generated (`torch._inductor.metrics`) and the cubins
@@ -39,6 +47,7 @@ tests/inductor runs it.
 from __future__ import annotations
 
 import argparse
+import compileall
 import csv
 import json
 import math
@@ -57,7 +66,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SIDES = ("triton", "tritone")
 DTYPE_NAMES = ("fp32", "bf16")
 RESULT_PREFIX = "INDUCTOR_RESULT "
-TABLE_WIDTH = 100
+TABLE_WIDTH = 112
 # Relative error (||out - ref|| / ||ref||, against float64 eager) a compiled result may have.
 TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2}
 HOOK_PTH = "_tritone_triton_hook.pth"
@@ -83,6 +92,7 @@ class CaseResult:
     eager_rel_err: float | None = None
     graphs_match: bool | None = None
     cold_s: float | None = None
+    compile_s: float | None = None
     steady_ms: float | None = None
     steady_p20_ms: float | None = None
     steady_p80_ms: float | None = None
@@ -259,14 +269,22 @@ def compile_for_gpus(kernels: list[Any], archs: list[int]) -> tuple[int, list[st
 
 class CompilationCounter:
     """Counts the compilations `triton.knobs.compilation.listener` reports in this process
-    (upstream Triton 3.6 and tritone both call it), cache hits left out."""
+    (upstream Triton 3.6 and tritone both call it), cache hits left out, and adds up the
+    time they took by the `times` both report (from the call of `compile` to the stored
+    result, in microseconds)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.seconds = 0.0
 
     def __call__(self, **kwargs: Any) -> None:
-        if not kwargs.get("cache_hit"):
-            self.count += 1
+        if kwargs.get("cache_hit"):
+            return
+        self.count += 1
+        times = kwargs.get("times")
+        if times is not None:
+            lowering = sum(duration for _, duration in times.lowering_stages)
+            self.seconds += (times.ir_initialization + lowering + times.store_results) / 1e6
 
     def install(self) -> bool:
         import triton
@@ -321,12 +339,15 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
     metrics.reset()
     cubins_before = _cubins(cache_dir) if cache_dir else 0
     counted_before = counter.count if counter else 0
+    compile_seconds_before = counter.seconds if counter else 0.0
     compiled = _compile(fn, {**workload.compile_options(device), "triton.cudagraphs": False})
     step = _make_step(compiled, inputs, workload.backward, grads)
     start = time.perf_counter()
     values = step()
     _synchronize(device)
     result.cold_s = time.perf_counter() - start
+    if counter:
+        result.compile_s = counter.seconds - compile_seconds_before
     result.inductor_kernels = metrics.generated_kernel_count
     result.rel_err = _rel_err(values, reference)
     result.match = result.rel_err <= bound
@@ -440,16 +461,33 @@ def worker_main(spec: dict[str, Any]) -> int:
 # ---------------------------------------------------------------- the orchestrator
 
 
+def byte_compile_tritone() -> bool:
+    """Write the bytecode of tritone's modules, as pip does when it installs a package.
+
+    Upstream Triton comes installed with its bytecode; a checkout of tritone may have none,
+    and where `PYTHONDONTWRITEBYTECODE` is set (the GPU machine sets it) every worker would
+    compile tritone's sources again inside the timed first call (0.2-0.3 s measured on the
+    GPU machine). compileall writes the files whatever that variable says."""
+    import tritone
+
+    return compileall.compile_dir(os.path.dirname(tritone.__file__), quiet=2)
+
+
 def _hook_installed() -> bool:
     """Whether the .pth that makes `TRITONE_AS_TRITON` work is in this environment."""
     folders = list(site.getsitepackages()) + [site.getusersitepackages()]
     return any(os.path.isfile(os.path.join(folder, HOOK_PTH)) for folder in folders)
 
 
-def worker_env(side: str, root: Path, device: str) -> dict[str, str]:
-    """The environment of a worker for `side` with fresh cache folders under `root`."""
+def worker_env(side: str, root: Path, device: str, compile_threads: int = 1) -> dict[str, str]:
+    """The environment of a worker for `side` with fresh cache folders under `root`, its
+    Inductor compiling with `compile_threads` (0: torch's own choice)."""
     env = dict(os.environ)
     env["TRITONE_AS_TRITON"] = "1" if side == "tritone" else "0"
+    if compile_threads > 0:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
+    else:
+        env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
     # Both implementations read these; on the CPU tritone runs compiled kernels in its
     # interpreter anyway, and Inductor's interpret mode would skip its own launchers.
     for variable in ("TRITON_INTERPRET", "TRITONE_INTERPRET"):
@@ -479,7 +517,7 @@ def run_worker(side: str, cases: list[tuple[str, str]], args: argparse.Namespace
             "quick": args.quick, "traceback": args.traceback, "nvrtc": args.nvrtc if args.check else []}
     root = Path(tempfile.mkdtemp(prefix=f"inductor-{side}-"))
     try:
-        env = worker_env(side, root, device)
+        env = worker_env(side, root, device, args.compile_threads)
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
@@ -533,6 +571,10 @@ class Comparison:
     def cold_ratio(self) -> float | None:
         return _ratio(_field(self.tritone, "cold_s"), _field(self.upstream, "cold_s"))
 
+    @property
+    def compile_ratio(self) -> float | None:
+        return _ratio(_field(self.tritone, "compile_s"), _field(self.upstream, "compile_s"))
+
 
 def _field(result: CaseResult | None, name: str) -> Any:
     return None if result is None or result.error else getattr(result, name)
@@ -557,14 +599,15 @@ def _kernels_text(result: CaseResult | None) -> str:
 def format_table(comparisons: list[Comparison], title: str) -> str:
     """The table: per case the upstream figures, tritone's ratios, kernel counts, matches."""
     header = (f"{'workload':<16}{'dtype':<6}{'up ms':>9}{'tt/up':>7}{'graphs':>8}{'up cold s':>10}"
-              f"{'tt/up':>7}{'kernels up':>11}{'kernels tt':>11}{'match up/tt':>13}")
+              f"{'tt/up':>7}{'up comp s':>10}{'tt/up':>7}{'kernels up':>11}{'kernels tt':>11}{'match':>10}")
     lines = [_clip(title), header, "-" * len(header)]
     for row in comparisons:
         up, tt = row.upstream, row.tritone
         lines.append(f"{row.workload:<16}{row.dtype:<6}{_fmt(_field(up, 'steady_ms'), 3):>9}"
                      f"{_fmt(row.steady_ratio):>7}{_fmt(row.graphs_ratio):>8}{_fmt(_field(up, 'cold_s'), 1):>10}"
-                     f"{_fmt(row.cold_ratio):>7}{_kernels_text(up):>11}{_kernels_text(tt):>11}"
-                     f"{_match_text(up) + '/' + _match_text(tt):>13}")
+                     f"{_fmt(row.cold_ratio):>7}{_fmt(_field(up, 'compile_s'), 2):>10}{_fmt(row.compile_ratio):>7}"
+                     f"{_kernels_text(up):>11}{_kernels_text(tt):>11}"
+                     f"{_match_text(up) + '/' + _match_text(tt):>10}")
         for label, result in (("triton", up), ("tritone", tt)):
             if result is None:
                 continue
@@ -581,12 +624,17 @@ def format_table(comparisons: list[Comparison], title: str) -> str:
     steady = geomean([row.steady_ratio for row in comparisons])
     graphs = geomean([row.graphs_ratio for row in comparisons])
     cold = geomean([row.cold_ratio for row in comparisons])
-    lines.append(f"{'geomean':<22}{'':>9}{_fmt(steady):>7}{_fmt(graphs):>8}{'':>10}{_fmt(cold):>7}")
+    compiling = geomean([row.compile_ratio for row in comparisons])
+    lines.append(f"{'geomean':<22}{'':>9}{_fmt(steady):>7}{_fmt(graphs):>8}{'':>10}{_fmt(cold):>7}"
+                 f"{'':>10}{_fmt(compiling):>7}")
     worst = max((row for row in comparisons if row.steady_ratio), key=lambda row: row.steady_ratio, default=None)
     if worst is not None:
         lines.append(f"slowest relative to upstream: {worst.workload} {worst.dtype} ({worst.steady_ratio:.2f}x)")
     lines.append("tt/up: tritone's time (or cold compile) over upstream Triton's, below 1: tritone faster;")
     lines.append("graphs: tt/up of the steady time with CUDA graphs (triton.cudagraphs=True)")
+    lines.append("cold: the first call (Dynamo, Inductor, Triton compiles, autotuning, the run); comp: the")
+    lines.append("time of that call spent in Triton's compile (the compilation listener's times, in-process")
+    lines.append("compilations only: with --compile-threads 1 all of them)")
     lines.append("kernels: generated by Inductor / compilations (cubins; on the CPU the compilation")
     lines.append("listener's count); each autotuning config is a compilation")
     return "\n".join(lines)
@@ -635,6 +683,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nvrtc", nargs="*", type=int, default=[], metavar="ARCH",
                         help="with --check: also compile every kernel with NVRTC for these compute "
                              "capabilities (75 80 90)")
+    parser.add_argument("--compile-threads", type=int, default=1, metavar="N",
+                        help="Inductor's compile_threads in the workers (default 1, Windows' setting: every "
+                             "kernel compiles in the worker itself, one after another; 0: torch's choice, "
+                             "a pool of processes once it is ready)")
     parser.add_argument("--traceback", action="store_true", help="print workers' tracebacks")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -644,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget is None:
         args.budget = QUICK_BUDGET_S if args.quick else math.inf
     started = time.monotonic()
+    if not byte_compile_tritone():
+        print("warning: some of tritone's modules did not byte-compile; its workers compile them", flush=True)
     mode = "check" if args.check else ("quick" if args.quick else "full")
     title = f"torch.compile, upstream Triton vs tritone ({mode}): {_device_title(args.check)}"
     names = args.only or list(WORKLOADS)
