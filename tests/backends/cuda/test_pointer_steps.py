@@ -58,6 +58,28 @@ def walk(x_ptr, out_ptr, last_ptr, n, step, BLOCK: tl.constexpr, SPREAD: tl.cons
 _WALK = {"x_ptr": "*fp32", "out_ptr": "*fp32", "last_ptr": "*fp32", "n": "i32", "step": "i32"}
 
 
+@triton.jit
+def indexed_matmul(a_ptr, b_ptr, c_ptr, stride_bk, shift, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                   BK: tl.constexpr, SPREAD: tl.constexpr):
+    """Inductor's mm template's shape: the offsets recomputed from the trip counter each
+    trip (a constant and a run-time factor, a subtraction); with SPREAD, B's offsets also
+    grow by each column's own index every trip (no uniform part to split off)."""
+    rm, rn, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k_idx in range(0, tl.cdiv(K, BK)):
+        a_k = offs_k[None, :] + k_idx * BK
+        b_k = offs_k[:, None] + k_idx * BK
+        a = tl.load(a_ptr + ((a_k + shift) + K * rm[:, None] - shift))
+        b_offsets = rn[None, :] + stride_bk * b_k
+        if SPREAD:
+            b_offsets = rn[None, :] * (k_idx + 1) - rn[None, :] * k_idx + stride_bk * b_k
+        acc += tl.dot(a, tl.load(b_ptr + b_offsets))
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+
+_INDEXED = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "stride_bk": "i32", "shift": "i32"}
+
+
 def _ir(fn, signature: dict, constexprs: dict):
     src = ASTSource(fn, signature, constexprs)
     return make_ir(src, GPUTarget("cuda", 90, 32), {"num_warps": 4, "num_stages": 3})
@@ -116,6 +138,52 @@ def test_the_copies_of_a_pipelined_k_loop_read_no_carried_pointer():
     # loop-carried values are the `c` arrays and scalars: offsets, no pointer blocks
     assert re.search(r"long long c\d+;", cuda), "the carried offsets"
     assert not re.search(r"tt_f16\* c\d+\[", cuda), "a carried pointer block"
+
+
+def test_offsets_recomputed_each_trip_split_into_a_fixed_block_and_a_trip_scalar():
+    module = _ir(indexed_matmul, _INDEXED, {"K": 256, "BM": 64, "BN": 64, "BK": 32, "SPREAD": False})
+    pointer_steps.run(module)
+    loop = _loop(module)
+    body = loop.regions[0]
+    addptrs = [op for op in body.ops if op.name == "addptr"]
+    assert len(addptrs) == 2, print_module(module)
+    for addptr in addptrs:
+        offsets = addptr.operands[1].defining_op
+        assert offsets.name == "add", print_module(module)
+        fixed, step = offsets.operands
+        assert fixed.defining_op.parent is loop.parent  # computed once, before the loop
+        assert step.defining_op.name == "splat" and not step.defining_op.operands[0].type.is_block()
+    # the only integer block arithmetic left in the loop: the two adds of the split
+    arithmetic = [op for op in body.ops if op.name in ("add", "sub", "mul") and op.results[0].type.is_block()
+                  and op.results[0].type.scalar.is_int()]
+    assert arithmetic == [addptr.operands[1].defining_op for addptr in addptrs]
+
+
+def test_offsets_with_a_per_element_change_each_trip_are_left_alone():
+    module = _ir(indexed_matmul, _INDEXED, {"K": 256, "BM": 64, "BN": 64, "BK": 32, "SPREAD": True})
+    pointer_steps.run(module)
+    body = _loop(module).regions[0]
+    a_load, b_load = [op for op in body.ops if op.name == "load"]
+    # B's offsets multiply a block by the trip counter: they stay as written, computed in the
+    # loop from blocks; A's still split
+    b_offsets = b_load.operands[0].defining_op.operands[1].defining_op
+    assert not any(o.defining_op.name == "splat" for o in b_offsets.operands)
+    assert any(op.name == "mul" and op.results[0].type.is_block() for op in body.ops)
+    a_offsets = a_load.operands[0].defining_op.operands[1].defining_op
+    assert a_offsets.operands[1].defining_op.name == "splat"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spread, shift", [(False, 0), (False, 7), (True, -3)])
+def test_a_k_loop_with_offsets_from_the_trip_counter_matches_torch(spread, shift, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    K = 256
+    a = torch.randn((64, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, 80), device="cuda", dtype=torch.float16)[:, :64]  # rows 80 apart: a run-time factor
+    c = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
+    indexed_matmul[(1,)](a, b, c, b.stride(0), shift, K=K, BM=64, BN=64, BK=32, SPREAD=spread, num_stages=3)
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.gpu

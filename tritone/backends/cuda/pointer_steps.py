@@ -21,16 +21,30 @@ traffic changes. Applies to a carried pointer block whose next value is
 `addptr(itself, step)` where the step is a splat of a scalar integer or an
 integer constant: the loop no longer carries the block, and after the loop
 its final value is `addptr(start, splat(offset))` too.
+
+The other shape of the same loop recomputes its offsets from the trip
+counter each trip (Inductor's mm template: `xindex = idx_n + K * idx_m`
+with `idx_m = offs_k[:, None] + k_idx * BLOCK_K`, then `A + xindex`), so
+every trip multiplied each thread's row index again (one IMAD per row, then
+the IMAD.WIDE of the address). Such offsets are split into a part no trip
+changes, computed once before the loop, plus a scalar the trip computes:
+`addptr(p, add(hoisted, splat(uniform)))`. The split only reassociates the
+integer adds and multiplies by a uniform factor; the offsets keep their
+type and are the same values modulo 2^32 (the offsets' own wrapping), so
+the addresses are unchanged.
 """
 
 from __future__ import annotations
 
 from ...ir.core import Builder, Module, Operation, Region, Value, replace_all_uses
 from ...ir.types import block_type, int64
+from ...passes import dce
 
 
 def run(module: Module, ctx=None) -> None:
-    """Rewrite every uniformly stepped pointer block of `module`'s loops (see above)."""
+    """Rewrite every uniformly stepped pointer block of `module`'s loops and split
+    the offsets loops recompute each trip (see above)."""
+    split_any = False
     for fn in module.functions.values():
         for loop in [op for op in fn.walk() if op.name == "for"]:
             index = 0
@@ -40,6 +54,11 @@ def run(module: Module, ctx=None) -> None:
                     index += 1
                 else:  # the carried values after it move down one
                     loop = _rewrite(loop, index, step)
+            for op in list(loop.regions[0].ops):
+                if op.name == "addptr" and op.results[0].type.is_block():
+                    split_any |= _OffsetSplit(loop).rewrite(op)
+    if split_any:  # the offsets' old computations
+        dce.run(module, ctx)
 
 
 def _uniform_step(loop: Operation, index: int) -> Value | None:
@@ -123,3 +142,143 @@ def _rewrite(loop: Operation, index: int, step: Value) -> Operation:
                                   arg.type, {})
         replace_all_uses(parent, final, last)
     return new
+
+
+# The pure ops an offset's part that no trip changes may be computed from, before the loop.
+_HOISTABLE = frozenset({"constant", "splat", "broadcast", "expand_dims", "add", "sub", "mul", "arange"})
+
+
+class _OffsetSplit:
+    """Splits an integer offset block computed in `loop`'s body into a block no trip
+    changes (built before the loop) plus a splat scalar the trip computes."""
+
+    def __init__(self, loop: Operation):
+        self.loop = loop
+        self.before = Builder()
+        parent: Region = loop.parent
+        self.before.set_insertion_point(parent, parent.ops.index(loop))
+        self.before.loc = loop.loc
+        self.at = Builder()
+        self.hoisted: dict[Value, Value] = {}
+        self.created: list[Operation] = []
+
+    def rewrite(self, addptr: Operation) -> bool:
+        """Give `addptr` (in the loop's body) the split offsets; whether it did."""
+        offsets = addptr.operands[1]
+        producer = offsets.defining_op
+        if producer is None or not self._inside(offsets) or self._invariant(offsets):
+            return False
+        if producer.name == "add" and any(self._invariant(o) for o in producer.operands) and any(
+                o.defining_op is not None and o.defining_op.name == "splat" for o in producer.operands):
+            return False  # already a fixed block plus a splat
+        body: Region = addptr.parent
+        self.at.set_insertion_point(body, body.ops.index(addptr))
+        self.at.loc = addptr.loc
+        parts = self._parts(offsets)
+        if parts is None or parts[0] is None or parts[1] is None:
+            for op in reversed(self.created):
+                op.parent.ops.remove(op)
+            self.created.clear()
+            return False
+        fixed, uniform = parts
+        step = self._create(self.at, "splat", [uniform], offsets.type)
+        addptr.operands[1] = self._create(self.at, "add", [fixed, step], offsets.type)
+        self.created.clear()
+        return True
+
+    def _create(self, builder: Builder, name: str, operands: list[Value], result_type, attrs=None) -> Value:
+        value = builder.create_value(name, operands, result_type, dict(attrs or {}))
+        self.created.append(value.defining_op)
+        return value
+
+    def _inside(self, value: Value) -> bool:
+        owner = value.owner
+        region = owner if isinstance(owner, Region) else getattr(owner, "parent", None)
+        while isinstance(region, Region):
+            holder = region.parent
+            if holder is self.loop:
+                return True
+            if not isinstance(holder, Operation):
+                return False
+            region = holder.parent
+        return False
+
+    def _invariant(self, value: Value) -> bool:
+        """Whether no trip changes `value`: defined before the loop, or a pure op of it
+        on such values."""
+        if not self._inside(value):
+            return True
+        op = value.defining_op
+        return (op is not None and op.name in _HOISTABLE and not op.regions
+                and all(self._invariant(operand) for operand in op.operands))
+
+    def _hoist(self, value: Value) -> Value:
+        """`value` (invariant) as a value defined before the loop."""
+        if not self._inside(value):
+            return value
+        if value not in self.hoisted:
+            op = value.defining_op
+            self.hoisted[value] = self._create(self.before, op.name, [self._hoist(o) for o in op.operands],
+                                               value.type, op.attrs)
+        return self.hoisted[value]
+
+    def _factor(self, value: Value) -> Value | None:
+        """The scalar an invariant block of one integer value holds (a splat or an
+        integer constant), built before the addptr; None for other blocks."""
+        op = value.defining_op
+        if not self._invariant(value) or op is None:
+            return None
+        if op.name == "splat":
+            return self._hoist(op.operands[0])
+        constant = op.attrs.get("value")
+        if op.name == "constant" and isinstance(constant, int) and not isinstance(constant, bool):
+            return self._create(self.at, "constant", [], value.type.scalar, {"value": constant})
+        return None
+
+    def _parts(self, value: Value) -> tuple[Value | None, Value | None] | None:
+        """(the block before the loop, the scalar of the trip) whose sum is the
+        integer block `value`, either None where it is zero; None where `value` does
+        not split."""
+        if self._invariant(value):
+            return self._hoist(value), None
+        op = value.defining_op
+        if op is None:
+            return None
+        if op.name == "splat":
+            return None, op.operands[0]
+        if op.name in ("broadcast", "expand_dims"):
+            inner = self._parts(op.operands[0])
+            if inner is None:
+                return None
+            fixed = None if inner[0] is None else self._create(self.before, op.name, [inner[0]], value.type, op.attrs)
+            return fixed, inner[1]
+        if op.name in ("add", "sub"):
+            left, right = self._parts(op.operands[0]), self._parts(op.operands[1])
+            if left is None or right is None:
+                return None
+            negated = any(mine is None and theirs is not None for mine, theirs in zip(left, right))
+            if op.name == "sub" and negated:
+                return None  # a part that would be negated: not worth a rule
+            fixed = self._combine(self.before, op.name, left[0], right[0], value.type)
+            uniform = self._combine(self.at, op.name, left[1], right[1], value.type.scalar)
+            return fixed, uniform
+        if op.name == "mul":
+            for term, other in (op.operands, op.operands[::-1]):
+                factor = self._factor(other)
+                if factor is None:
+                    continue
+                inner = self._parts(term)
+                if inner is None:
+                    return None
+                fixed = None if inner[0] is None else self._create(self.before, "mul", [inner[0], self._hoist(other)],
+                                                                   value.type)
+                uniform = None if inner[1] is None else self._create(self.at, "mul", [inner[1], factor],
+                                                                     value.type.scalar)
+                return fixed, uniform
+        return None
+
+    def _combine(self, builder: Builder, name: str, left: Value | None, right: Value | None,
+                 result_type) -> Value | None:
+        if left is None or right is None:
+            return right if left is None else left
+        return self._create(builder, name, [left, right], result_type)
