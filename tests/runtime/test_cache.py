@@ -218,7 +218,7 @@ def test_compile_kernel_produces_what_compiled_kernel_needs(tmp_path, module_ir)
     assert builds == [TARGET]
     (name, arch, ptx_only, options, suffix) = compiler.calls[0]
     assert (name, arch, ptx_only, suffix) == ("copy_kernel.cu", 86, False, "")
-    assert options == ("--fmad=false", "--generate-line-info", "--maxrregcount=128", "--std=c++17")
+    assert options == ("--fmad=false", "--minimal", "--generate-line-info", "--maxrregcount=128", "--std=c++17")
     # TorchInductor's static launcher opens exactly this file.
     inductor_path = os.path.join(str(tmp_path), _base32(binary.hash), "copy_kernel.cubin")
     assert Path(inductor_path).read_bytes() == binary.asm["cubin"]

@@ -408,6 +408,12 @@ def test_line_directives_are_removed_whole():
     assert "--generate-line-info" not in build.nvrtc_options(KernelOptions(), {}, line_info=False)
 
 
+def test_minimal_is_asked_of_the_nvrtc_versions_that_take_it():
+    assert "--minimal" in build.nvrtc_options(KernelOptions(), {}, nvrtc_version=(12, 4))
+    assert "--minimal" in build.nvrtc_options(KernelOptions(), {}, nvrtc_version=(13, 0))
+    assert "--minimal" not in build.nvrtc_options(KernelOptions(), {}, nvrtc_version=(12, 3))
+
+
 # ---------------------------------------------------------------- a real GPU
 
 

@@ -102,11 +102,21 @@ class NVRTCCompileError(NVRTCError, PTXASError):
     the autotuner skips the config."""
 
 
-def nvrtc_options(options: KernelOptions, generated: Mapping[str, Any], *, line_info: bool = True) -> list[str]:
+# NVRTC 12.4 added `--minimal`: it leaves out the CUDA runtime's declarations
+# (textures, cudadevrt, device-side launches), which generated code never uses,
+# and so takes about 4 ms off every compilation (a fifth of an empty kernel's).
+_MINIMAL_SINCE = (12, 4)
+
+
+def nvrtc_options(options: KernelOptions, generated: Mapping[str, Any], *, line_info: bool = True,
+                  nvrtc_version: tuple[int, int] = (0, 0)) -> list[str]:
     """NVRTC's command line for a kernel compiled with `options`, plus those the
     code generator asks for (`metadata["nvrtc_options"]`). `line_info` asks for
-    the source line table profilers and error reports read."""
+    the source line table profilers and error reports read; `nvrtc_version` is
+    the compiling NVRTC's, for the options it takes."""
     flags = [f"--fmad={'true' if options.enable_fp_fusion else 'false'}"]
+    if nvrtc_version >= _MINIMAL_SINCE:
+        flags.append("--minimal")
     if line_info:
         flags.append("--generate-line-info")
     if options.maxnreg is not None:
@@ -211,7 +221,8 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
         timer.stage_finished("cuda")
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
-                                            options=nvrtc_options(options, generated, line_info=line_info),
+                                            options=nvrtc_options(options, generated, line_info=line_info,
+                                                                  nvrtc_version=toolchain.compiler.version),
                                             arch_suffix=generated.get("arch_suffix", _arch_suffix(toolchain)))
     except NVRTCError as error:
         where = _keep_failed_source(cache, key, name, source)
