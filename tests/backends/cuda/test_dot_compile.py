@@ -331,11 +331,24 @@ def test_attention_loop_code_shape():
     source, _, _ = generate_cuda(ir_module(attention_kernel, ATTENTION_SIG, consts, 80), 80)
     assert "__launch_bounds__(128, 1)" in source
     assert "tt_upper" not in source and source.count("tt_shfl_xor(") >= 4
-    loads = re.findall(r"(v\w+)\[\d+\] = (tt_base\d+) \+ \(int\)\(", source)
+    loads = re.findall(r"(v\w+)\[(?:\d+|i)\] = (tt_base\d+) \+ \(int\)\(", source)
     assert loads, "no address folded onto an opaque base"
+    # the k/v offsets follow the result's registers by masks: one loop per address block
+    assert re.search(r"for \(int i = 0; i < \d+; \+\+i\) v\w+\[i\] = tt_base\d+ \+ \(int\)\(", source)
     # a kernel without a dot leaves ptxas its occupancy heuristics
     source, _, _ = generate_cuda(ir_module(_copy_kernel, {"x": "*fp32", "y": "*fp32"}, {}, 80), 80)
     assert "__launch_bounds__(128) " in source
+
+
+def test_folded_address_registers_as_loop_indices():
+    from tritone.backends.cuda.codegen_memory import _register_index
+
+    assert _register_index([0, 1, 2, 3]) == "i"
+    assert _register_index([0, 1, 0, 1, 0, 1, 0, 1]) == "i & 1"
+    assert _register_index([0, 0, 2, 2, 4, 4, 6, 6]) == "i & 6"
+    # a register order that no mask gives: written out, register by register
+    assert _register_index([0, 0, 1, 1]) is None
+    assert _register_index([1, 0]) is None
 
 
 @triton.jit
