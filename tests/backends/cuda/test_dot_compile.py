@@ -340,15 +340,21 @@ def test_attention_loop_code_shape():
     assert "__launch_bounds__(128) " in source
 
 
-def test_folded_address_registers_as_loop_indices():
-    from tritone.backends.cuda.codegen_memory import _register_index
+def test_register_maps_as_loop_indices():
+    from tritone.backends.cuda.codegen_base import register_index
 
-    assert _register_index([0, 1, 2, 3]) == "i"
-    assert _register_index([0, 1, 0, 1, 0, 1, 0, 1]) == "i & 1"
-    assert _register_index([0, 0, 2, 2, 4, 4, 6, 6]) == "i & 6"
-    # a register order that no mask gives: written out, register by register
-    assert _register_index([0, 0, 1, 1]) is None
-    assert _register_index([1, 0]) is None
+    maps = [[0, 1, 2, 3], [0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 2, 2, 4, 4, 6, 6], [0, 0, 1, 1], [0, 2, 1, 3],
+            [0, 1, 3, 2], [0] * 8]
+    for sources in maps:
+        index = register_index(sources)
+        assert index is not None, sources
+        # the C expression, evaluated as Python (the same operators), gives every register's source
+        assert [eval(index, {"i": reg}) for reg in range(len(sources))] == sources, (sources, index)
+    assert register_index([0, 1, 2, 3]) == "i"
+    # maps that are not linear over the index bits: written out, register by register
+    assert register_index([1, 0]) is None
+    assert register_index([0, 1, 1, 1]) is None
+    assert register_index([0, 0, 1]) is None  # three registers: no index bits
 
 
 @triton.jit

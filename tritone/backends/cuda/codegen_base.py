@@ -96,6 +96,28 @@ def bits_expr(bases: list[int], var: str) -> str:
     return " ^ ".join(f"({t})" for t in terms) if len(terms) > 1 else terms[0]
 
 
+def register_index(sources: list[int], var: str = "i") -> str | None:
+    """`sources` (per register, the register of another value it reads) as a C
+    expression of the register index `var`, for one unrolled loop: `var` itself
+    for the identity, else `bits_expr` of the registers read at the single-bit
+    indices where the map is linear over the index bits (an XOR of those, as
+    the maps between two linear layouts' registers are); None otherwise."""
+    count = len(sources)
+    if sources == list(range(count)):
+        return var
+    if count & (count - 1):
+        return None
+    bases = [sources[1 << bit] for bit in range(count.bit_length() - 1)]
+    for reg, source in enumerate(sources):
+        combined = 0
+        for bit, base in enumerate(bases):
+            if reg >> bit & 1:
+                combined ^= base
+        if combined != source:
+            return None
+    return bits_expr(bases, var)
+
+
 def linear_index_expr(coords: list[str], strides: list[int], offset: int = 0) -> str:
     """`offset + sum(coords[d] * strides[d])` as C, dropping zero terms."""
     terms = [str(offset)] if offset else []

@@ -24,7 +24,7 @@ from tritone.ir.types import type_text
 
 from ...ir.layouts import LinearLayout
 from .axis_info import max_vector_elements
-from .codegen_base import CodegenError, Emitter, emits, needs_scratch, row_major_strides
+from .codegen_base import CodegenError, Emitter, emits, needs_scratch, register_index, row_major_strides
 from .codegen_elementwise import elementwise
 from .codegen_layout import _broadcast_map, _unique_registers, register_sources
 from .codegen_types import ctype, is_narrow_float, narrow, widen
@@ -53,10 +53,10 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
     opaque = em.fresh("tt_base")
     em.line(f"{ctype(op.results[0].type.scalar)} {opaque} = tt_opaque({base});")
     name = em.define_block(op.results[0])
-    indices = [_register_index(sources) for _, sources in terms]
+    indices = [register_index(sources) for _, sources in terms]
     if all(index is not None for index in indices):
-        # one unrolled loop: NVRTC optimises it in a tenth less time than the same
-        # statements written out (FlexAttention's template), to the same machine code
+        # one unrolled loop: NVRTC optimises it in less time than the same statements
+        # written out (FlexAttention's template: a tenth), to the same machine code
         total = " + ".join(f"(unsigned){em.reg(value, index)}" for (value, _), index in zip(terms, indices))
         em.for_registers(em.nregs(op.results[0]), f"{name}[i] = {opaque} + (int)({total});")
         return
@@ -64,17 +64,6 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
         total = " + ".join(f"(unsigned){em.reg(value, sources[reg])}" for value, sources in terms)
         em.line(f"{name}[{reg}] = {opaque} + (int)({total});")
 
-
-def _register_index(sources: list[int]) -> str | None:
-    """`sources` (per result register, the register of an operand holding its
-    element) as an index of the loop variable `i`: "i", "i & mask", or None where
-    the registers follow no such mask (a broadcast along a middle bit, say)."""
-    mask = 0
-    for source in sources:
-        mask |= source
-    if any(source != reg & mask for reg, source in enumerate(sources)):
-        return None
-    return "i" if mask == len(sources) - 1 else f"i & {mask}"
 
 
 # The compiler would otherwise split a base pointer computed as `p + x` and add x's
