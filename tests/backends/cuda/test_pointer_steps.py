@@ -62,9 +62,12 @@ _WALK = {"x_ptr": "*fp32", "out_ptr": "*fp32", "last_ptr": "*fp32", "n": "i32", 
 def indexed_matmul(a_ptr, b_ptr, c_ptr, stride_bk, shift, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                    BK: tl.constexpr, SPREAD: tl.constexpr):
     """Inductor's mm template's shape: the offsets recomputed from the trip counter each
-    trip (a constant and a run-time factor, a subtraction); with SPREAD, B's offsets also
-    grow by each column's own index every trip (no uniform part to split off)."""
-    rm, rn, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    trip (a constant and a run-time factor, a subtraction) from row and column indices
+    computed before the loop (`rm % M` there); with SPREAD, B's offsets also grow by
+    each column's own index every trip (no uniform part to split off)."""
+    rm = tl.max_contiguous(tl.multiple_of(tl.arange(0, BM) % BM, BM), BM)
+    rn = tl.max_contiguous(tl.multiple_of(tl.arange(0, BN) % BN, BN), BN)
+    offs_k = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k_idx in range(0, tl.cdiv(K, BK)):
         a_k = offs_k[None, :] + k_idx * BK
@@ -157,6 +160,26 @@ def test_offsets_recomputed_each_trip_split_into_a_fixed_block_and_a_trip_scalar
     arithmetic = [op for op in body.ops if op.name in ("add", "sub", "mul") and op.results[0].type.is_block()
                   and op.results[0].type.scalar.is_int()]
     assert arithmetic == [addptr.operands[1].defining_op for addptr in addptrs]
+
+
+@triton.jit
+def rebuilt_rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Rows read from the trip counter and aranges only (FlexAttention's K and V loads)."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for start in range(n):
+        rows = start * BLOCK + offs
+        acc += tl.load(x_ptr + rows[:, None] * BLOCK + offs[None, :])
+    tl.store(out_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+def test_offsets_made_of_aranges_and_the_trip_are_left_in_the_loop():
+    # Hoisting `offs[:, None] * BLOCK + offs[None, :]` would keep a block live across the
+    # loop that the compiler otherwise rebuilds from the thread index each trip.
+    module = _ir(rebuilt_rows, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 32})
+    before = print_module(module)
+    pointer_steps.run(module)
+    assert print_module(module) == before
 
 
 def test_offsets_with_a_per_element_change_each_trip_are_left_alone():

@@ -171,6 +171,8 @@ class _OffsetSplit:
         if producer.name == "add" and any(self._invariant(o) for o in producer.operands) and any(
                 o.defining_op is not None and o.defining_op.name == "splat" for o in producer.operands):
             return False  # already a fixed block plus a splat
+        if not self._reads_computed_block(offsets, set()):
+            return False
         body: Region = addptr.parent
         self.at.set_insertion_point(body, body.ops.index(addptr))
         self.at.loc = addptr.loc
@@ -185,6 +187,21 @@ class _OffsetSplit:
         addptr.operands[1] = self._create(self.at, "add", [fixed, step], offsets.type)
         self.created.clear()
         return True
+
+    def _reads_computed_block(self, value: Value, seen: set[Value]) -> bool:
+        """Whether `value`'s computation in the loop reads a block from before the loop
+        that is not `_rebuildable`: a block that stays live across the loop anyway, so
+        the hoisted part takes its registers' place. Where the offsets read only
+        aranges, constants and splats, the compiler rebuilds those from the thread
+        index each trip, and a hoisted block would add live registers (FlexAttention's
+        template: 64 more bytes of spills)."""
+        if value in seen:
+            return False
+        seen.add(value)
+        if not self._inside(value):
+            return value.type.is_block() and not _rebuildable(value)
+        op = value.defining_op
+        return op is not None and any(self._reads_computed_block(operand, seen) for operand in op.operands)
 
     def _create(self, builder: Builder, name: str, operands: list[Value], result_type, attrs=None) -> Value:
         value = builder.create_value(name, operands, result_type, dict(attrs or {}))
@@ -282,3 +299,15 @@ class _OffsetSplit:
         if left is None or right is None:
             return right if left is None else left
         return self._create(builder, name, [left, right], result_type)
+
+
+def _rebuildable(value: Value) -> bool:
+    """Whether a block is made of aranges, constants and splats only (through
+    broadcasts, expand_dims, hints and integer arithmetic)."""
+    op = value.defining_op
+    if op is None:
+        return False
+    if op.name in ("arange", "constant", "splat"):
+        return True
+    return op.name in ("broadcast", "expand_dims", "hint", "add", "sub", "mul") and all(
+        _rebuildable(operand) for operand in op.operands)
