@@ -31,7 +31,10 @@ changes, computed once before the loop, plus a scalar the trip computes:
 `addptr(p, add(hoisted, splat(uniform)))`. The split only reassociates the
 integer adds and multiplies by a uniform factor; the offsets keep their
 type and are the same values modulo 2^32 (the offsets' own wrapping), so
-the addresses are unchanged.
+the addresses are unchanged. It applies where the offsets read a block
+computed before the loop (`rm % M`), which the hoisted part replaces in the
+registers live across the loop; offsets made of aranges, constants and
+splats only are left in the loop (see `_OffsetSplit._reads_computed_block`).
 """
 
 from __future__ import annotations
