@@ -65,7 +65,6 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
         em.line(f"{name}[{reg}] = {opaque} + (int)({total});")
 
 
-
 # The compiler would otherwise split a base pointer computed as `p + x` and add x's
 # 64-bit extension to every address (three 64-bit operations each) instead of one
 # widening multiply-add of the 32-bit offset onto the base.
