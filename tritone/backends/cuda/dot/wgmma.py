@@ -26,10 +26,12 @@ accumulating over a loop into a carried value only it reads, from pipelined
 tiles): it accumulates in place and waits only for the group of the trip
 before, and a `dot_wait` after the loop waits for the last one.
 
-The tiles were written by `cp.async` or ordinary stores, which
-the tensor cores' (async proxy) reads must be ordered after:
+The tiles were written by `cp.async`, TMA or ordinary stores. The tensor cores
+read them through the async proxy: tiles written by ordinary stores get
 `fence.proxy.async.shared::cta` in every thread before the barrier that
-precedes the dot.
+precedes the dot; `cp.async` stages, as in Triton (whose fence insertion fences
+only tiles written from registers), only the pipeline's `cp.async.wait_group`
+and barrier; TMA stages their mbarrier wait.
 """
 
 from __future__ import annotations
@@ -156,6 +158,17 @@ class _Operand:
         return (mn0 // geom.width) * geom.column_bytes + k0 * geom.row_bytes
 
 
+def _warpgroup_row(em: Emitter) -> str:
+    """The first row of this thread's warpgroup in a dot's result (64 per warpgroup), computed
+    once in the kernel's prologue: the warpgroup's number through a shuffle from lane 0 is
+    warp-uniform to ptxas, so the descriptors built from it stay in uniform registers, and a
+    shuffle in a K loop would sit on every trip's way to its first wgmma."""
+    if "tt_wg_row" not in em.memo:
+        em.prologue.append("const unsigned tt_wg_row = (unsigned)__shfl_sync(0xffffffffu, tt_warp >> 2, 0) * 64u;")
+        em.memo["tt_wg_row"] = True
+    return "tt_wg_row"
+
+
 def _descriptor_helper(em) -> str:
     name = "tt_wgmma_desc"
     em.declare_once(
@@ -207,7 +220,7 @@ class _Lowering:
         em.memo["arch_suffix"] = "a"
         # ordinary writes of the tiles, before the tensor cores read them: a proxy fence and
         # (where the accesses since the last barrier call for one) a barrier. TMA stages need
-        # neither; cp.async stages were fenced by the pipeline's wait before its barrier.
+        # neither; cp.async stages were made everyone's by the pipeline's wait and barrier.
         writers = [(operand, stage_writer(em, operand.value)) for operand in ops if operand is not None]
         if a_registers is not None or any(writer is None for _, writer in writers):
             em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
@@ -221,14 +234,11 @@ class _Lowering:
         slab_rows = 16 * self.num_warps  # rows one m step of all warpgroups covers
         base = smem_address(em)
         desc = _descriptor_helper(em)
-        group_row = em.fresh("tt_wg_row")
         if self.num_warps == 4:
             # one warpgroup: its slab starts at row 0 (a constant, so the descriptors stay uniform)
-            em.line(f"const unsigned {group_row} = 0u;")
+            group_row = "0u"
         else:
-            # the warpgroup's number through a shuffle from lane 0: warp-uniform to ptxas, so
-            # the descriptors built from it stay in uniform registers
-            em.line(f"const unsigned {group_row} = (unsigned)__shfl_sync(0xffffffffu, tt_warp >> 2, 0) * 64u;")
+            group_row = _warpgroup_row(em)
         descriptors = []
         for operand in ops:
             if operand is None:
@@ -316,8 +326,8 @@ class _Lowering:
 def stage_writer(em, tile) -> str | None:
     """The one kind of op that writes the pipeline stages shared tile `tile` is one
     of (pipeline.py): "tma_copy" (the async proxy, its writes complete and visible
-    once the reader's mbarrier wait returned) or "async_copy" (cp.async, fenced and
-    made everyone's by the pipeline's `async_wait`); None for any other tile."""
+    once the reader's mbarrier wait returned) or "async_copy" (cp.async, made
+    everyone's by the pipeline's `async_wait`); None for any other tile."""
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
