@@ -41,7 +41,7 @@ from tritone.ir.ops import is_zero_constant
 from tritone.ir.types import type_text
 
 from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
-from ..codegen_base import CodegenError, emits
+from ..codegen_base import CodegenError, Emitter, emits
 from . import DotImplementation, register
 from .mma import OperandSource
 from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
