@@ -2,7 +2,7 @@
 workloads, each compiled and run in a fresh process per side on the same GPU.
 
     python bench/inductor.py [--only NAME ...] [--dtypes fp32 bf16] [--quick] [--csv PATH]
-                             [--timeout S] [--budget S] [--check]
+                             [--timeout S] [--budget S] [--repeat N] [--check]
 
 The process started from the command line only orchestrates (it reads the workload list,
 which imports torch, but never touches the GPU): for
@@ -36,6 +36,13 @@ compiles cold. In each worker, per case (workload x dtype):
   launcher loading a cubin from tritone's cache), tritone's compilation listener counted
   the in-process compilations, and every cache entry is in tritone's layout.
 
+With `--repeat N` every group of cases runs in N workers per side, the sides taking turns
+(upstream first in odd rounds, tritone first in even ones), and each time in the table is
+the median over a side's workers (`merge_rounds`). With CUDA graphs off, a small case's
+step is the host's launching, torch's Python on both sides, and its speed differs between
+processes by up to a third: one worker per side cannot tell a slower tritone from a slower
+process.
+
 The table prints, per case, tritone's time over upstream's with graphs off and on (below
 1: tritone is faster), the cold compile ratio, the kernel counts and whether both matched
 eager; then the geomeans. `--check` runs the same code on the CPU at tiny sizes with
@@ -54,11 +61,12 @@ import math
 import os
 import shutil
 import site
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +113,35 @@ class CaseResult:
     compilations: int | None = None
     proof: str = ""
     notes: list[str] = field(default_factory=list)
+
+
+# The times `merge_rounds` takes the median of, over a side's workers.
+ROUND_MEDIANS = ("cold_s", "compile_s", "steady_ms", "steady_p20_ms", "steady_p80_ms", "graphs_ms")
+
+
+def merge_rounds(rounds: list[CaseResult]) -> CaseResult:
+    """One case's result on one side from the workers that ran it (`--repeat`): the first
+    successful worker's result, with each of `ROUND_MEDIANS` the median over the successful
+    workers, `match` and `graphs_match` true only where every worker's was, the largest
+    relative error, and the failed workers' errors in the notes. Where every worker failed,
+    the first one's result."""
+    good = [result for result in rounds if not result.error and not result.skipped]
+    if not good:
+        return rounds[0]
+    merged = replace(good[0], notes=list(good[0].notes))
+    for name in ROUND_MEDIANS:
+        values = [getattr(result, name) for result in good if getattr(result, name) is not None]
+        setattr(merged, name, statistics.median(values) if values else None)
+    for name in ("match", "graphs_match"):
+        values = [getattr(result, name) for result in good if getattr(result, name) is not None]
+        setattr(merged, name, all(values) if values else None)
+    errors = [result.rel_err for result in good if result.rel_err is not None]
+    merged.rel_err = max(errors) if errors else None
+    merged.proof = next((result.proof for result in good if result.proof), "")
+    if len(rounds) > 1:
+        merged.notes.append(f"times: median of {len(good)} workers")
+        merged.notes += [f"a worker failed: {result.error}" for result in rounds if result.error]
+    return merged
 
 
 # ---------------------------------------------------------------- the worker (one side, one process)
@@ -687,12 +724,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="Inductor's compile_threads in the workers (default 1, Windows' setting: every "
                              "kernel compiles in the worker itself, one after another; 0: torch's choice, "
                              "a pool of processes once it is ready)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="N workers per side for every group of cases, the sides taking turns; the table "
+                             "shows each time's median over them")
     parser.add_argument("--traceback", action="store_true", help="print workers' tracebacks")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker_main(json.loads(args.worker))
 
+    if args.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     if args.budget is None:
         args.budget = QUICK_BUDGET_S if args.quick else math.inf
     started = time.monotonic()
@@ -713,23 +755,28 @@ def main(argv: list[str] | None = None) -> int:
                 results += [CaseResult(name, dtype, "tritone", skipped=reason) for dtype in args.dtypes]
         groups = [cases for cases in groups if not WORKLOADS[cases[0][0]].not_on_cpu]
     for cases in groups:
-        for side in sides:
-            left = args.budget - (time.monotonic() - started)
-            if left <= 5:
-                results += [CaseResult(name, dtype, side, error="not run: --budget spent") for name, dtype in cases]
-                continue
-            print(f"{side}: {', '.join(f'{name} {dtype}' for name, dtype in cases)}", flush=True)
-            got, failure = run_worker(side, cases, args, min(args.timeout, left))
-            seen = {(result.workload, result.dtype) for result in got}
-            for name, dtype in cases:
-                if (name, dtype) not in seen:
-                    harness_failed = True
-                    got.append(CaseResult(name, dtype, side, error=failure or "worker wrote no result"))
-            for result in got:
-                summary = result.error or (f"match={result.match} steady={_fmt(result.steady_ms, 3)} ms "
-                                           f"cold={_fmt(result.cold_s, 1)} s")
-                print(f"    {result.workload} {result.dtype}: {summary}", flush=True)
-            results += got
+        rounds: dict[tuple[str, str, str], list[CaseResult]] = {}
+        for round_index in range(args.repeat):
+            for side in (sides if round_index % 2 == 0 else sides[::-1]):
+                left = args.budget - (time.monotonic() - started)
+                if left <= 5:
+                    if round_index == 0:
+                        results += [CaseResult(name, dtype, side, error="not run: --budget spent")
+                                    for name, dtype in cases]
+                    continue
+                print(f"{side}: {', '.join(f'{name} {dtype}' for name, dtype in cases)}", flush=True)
+                got, failure = run_worker(side, cases, args, min(args.timeout, left))
+                seen = {(result.workload, result.dtype) for result in got}
+                for name, dtype in cases:
+                    if (name, dtype) not in seen:
+                        harness_failed = True
+                        got.append(CaseResult(name, dtype, side, error=failure or "worker wrote no result"))
+                for result in got:
+                    summary = result.error or (f"match={result.match} steady={_fmt(result.steady_ms, 3)} ms "
+                                               f"cold={_fmt(result.cold_s, 1)} s")
+                    print(f"    {result.workload} {result.dtype}: {summary}", flush=True)
+                    rounds.setdefault((result.workload, result.dtype, result.side), []).append(result)
+        results += [merge_rounds(got) for got in rounds.values()]
 
     by_key = {(result.workload, result.dtype, result.side): result for result in results}
     comparisons = [Comparison(name, dtype, by_key.get((name, dtype, "triton")), by_key.get((name, dtype, "tritone")))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.inductor import CaseResult, Comparison, cache_folders, format_table, geomean, worker_env
+from bench.inductor import CaseResult, Comparison, cache_folders, format_table, geomean, merge_rounds, worker_env
 
 pytest.importorskip("torch")
 
@@ -209,6 +209,48 @@ def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None
     calls.clear()
     assert inductor.main(["--only", "softmax", "--budget", "0"]) == 0
     assert calls == [] and capsys.readouterr().out.count("not run: --budget spent") == 4
+
+
+def test_repeated_workers_give_median_times_and_every_workers_verdict() -> None:
+    rounds = [CaseResult("softmax", "bf16", "tritone", match=True, rel_err=1e-3, steady_ms=0.9, cold_s=2.0,
+                         graphs_ms=0.5, compilations=2),
+              CaseResult("softmax", "bf16", "tritone", error="worker exit status 1"),
+              CaseResult("softmax", "bf16", "tritone", match=False, rel_err=5e-2, steady_ms=0.4, cold_s=1.0,
+                         graphs_ms=None, compilations=2),
+              CaseResult("softmax", "bf16", "tritone", match=True, rel_err=2e-3, steady_ms=0.5, cold_s=3.0,
+                         graphs_ms=0.7, compilations=2)]
+    merged = merge_rounds(rounds)
+    assert (merged.steady_ms, merged.cold_s, merged.graphs_ms) == (0.5, 2.0, 0.6)
+    assert merged.match is False and merged.rel_err == 5e-2 and not merged.error
+    assert "times: median of 3 workers" in merged.notes
+    assert "a worker failed: worker exit status 1" in merged.notes
+    assert rounds[0].notes == []  # the first worker's result is left as it was
+    failed = [CaseResult("softmax", "bf16", "tritone", error="timed out"), CaseResult("softmax", "bf16", "tritone")]
+    failed[1].error = "worker exit status 1"
+    assert merge_rounds(failed) is failed[0]
+    single = CaseResult("softmax", "bf16", "tritone", match=True, steady_ms=1.0)
+    assert merge_rounds([single]).notes == []
+
+
+def test_repeat_alternates_the_sides_and_tables_the_medians(monkeypatch, capsys) -> None:
+    import bench.inductor as inductor
+
+    calls = []
+    steady = {"triton": iter([1.0, 3.0, 2.0]), "tritone": iter([9.0, 1.0, 1.2])}
+
+    def fake_worker(side, cases, args, timeout):
+        calls.append(side)
+        return [CaseResult(name, dtype, side, match=True, steady_ms=next(steady[side]), cold_s=1.0)
+                for name, dtype in cases], ""
+
+    monkeypatch.setattr(inductor, "run_worker", fake_worker)
+    monkeypatch.setattr(inductor, "_device_title", lambda check: "a GPU")
+    assert inductor.main(["--only", "softmax", "--dtypes", "fp32", "--repeat", "3"]) == 0
+    assert calls == ["triton", "tritone", "tritone", "triton", "triton", "tritone"]
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("softmax"))
+    assert row.split()[2:4] == ["2.000", "0.60"]  # medians 2.0 and 1.2: one slow tritone worker does not count
+    with pytest.raises(SystemExit):
+        inductor.main(["--repeat", "0"])
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
