@@ -3,27 +3,17 @@ sm_90 by tritone (and upstream Triton where it is installed) without a GPU, kern
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("compile_compare", REPO_ROOT / "tools" / "compile_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.tools._tool_loader import load_tool
 
 
 def test_table_puts_the_slowest_ratio_last_and_adds_up_what_both_compiled():
-    tool = _load_tool()
+    tool = load_tool("compile_compare")
     kernels = [{"name": f"k{i}", "case": "softmax fp32"} for i in range(4)]
     times = {"tritone": [0.2, 0.05, 0.3, None], "upstream": [0.1, 0.1, 0.3, 0.2]}
     lines = tool.format_table(kernels, times).splitlines()
@@ -44,7 +34,7 @@ def test_a_workloads_kernels_are_recorded_and_compiled_for_sm90(tmp_path, capsys
         libs.nvrtc_for(90)
     except Exception as error:  # no NVRTC here: nothing to time
         pytest.skip(f"no NVRTC: {error}")
-    tool = _load_tool()
+    tool = load_tool("compile_compare")
     assert tool.main([str(tmp_path), "--workloads", "softmax", "--dtypes", "fp32"]) == 0
     kernels = json.loads((tmp_path / "kernels.json").read_text(encoding="utf-8"))
     assert kernels and all(Path(entry["file"]).is_file() for entry in kernels)

@@ -5,24 +5,13 @@ use mma.sync on sm_80 and sm_90."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("cuda_snapshot", REPO_ROOT / "tools" / "cuda_snapshot.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.tools._tool_loader import REPO_ROOT, load_tool
 
 
 def test_a_tree_with_other_dot_preferences_differs_in_its_dots_alone(tmp_path):
-    tool = _load_tool()
+    tool = load_tool("cuda_snapshot")
     other = tmp_path / "other"
     for part in ("tritone", "tests", "examples", "tools"):
         shutil.copytree(REPO_ROOT / part, other / part, ignore=shutil.ignore_patterns("__pycache__"))
