@@ -140,9 +140,15 @@ def format_table(kernels: list[dict[str, Any]], times: dict[str, list[float | No
     return "\n".join(lines)
 
 
+def _child_env(**settings: str) -> dict[str, str]:
+    """This environment with `settings`, and this checkout first on the path (the child
+    imports `bench` and, where tritone answers, this tree's tritone)."""
+    path = [str(ROOT)] + [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path), **settings)
+
+
 def _run_side(side: str, out: Path, arch: int) -> list[float | None] | None:
-    env = dict(os.environ, TRITONE_AS_TRITON=SIDES[side], PYTHONPATH=os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = _child_env(TRITONE_AS_TRITON=SIDES[side])
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(out), "--time", side,
                            "--arch", str(arch)], env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -172,9 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / f"times_{args.time}.json").write_text(json.dumps(times), encoding="utf-8")
         return 0
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TRITONE_AS_TRITON="1", TRITON_CACHE_DIR=str(out / "record_cache"),
-               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                                         if p]))
+    env = _child_env(TRITONE_AS_TRITON="1", TRITON_CACHE_DIR=str(out / "record_cache"))
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(out), "--record", "--workloads",
                            *args.workloads, "--dtypes", *args.dtypes], env=env, capture_output=True, text=True)
     if done.returncode != 0:

@@ -59,13 +59,6 @@ _FULL_UNROLL_BUDGET = 1024
 _NOT_UNROLLED_PREFIXES = ("for", "while", "dot", "async_", "tma_", "descriptor_", "local_", "barrier")
 
 
-def _trip_count(op: Operation) -> int | None:
-    lb, ub, step = (_constant_int(v) for v in op.operands[:3])
-    if lb is None or ub is None or step is None or step <= 0:
-        return None
-    return max(0, -(-(ub - lb) // step))
-
-
 def _constant_int(value: Value) -> int | None:
     op = value.defining_op
     if op is None or op.name != "constant" or value.type.is_block():
@@ -74,9 +67,9 @@ def _constant_int(value: Value) -> int | None:
     return constant if isinstance(constant, int) and not isinstance(constant, bool) else None
 
 
-def unroll_factor(em: Emitter, op: Operation) -> int | None:
-    """How many trips of `op`, a `for`, to unroll into one (None: leave it to NVVM): every
-    trip where the loop has constant bounds, 2 to `_FULL_UNROLL_TRIPS` trips, no nested
+def unroll_pragma(em: Emitter, op: Operation) -> str | None:
+    """The `#pragma unroll` for `op`, a `for` (None: leave it to NVVM): the whole loop
+    where it has constant bounds, 2 to `_FULL_UNROLL_TRIPS` trips, no nested
     loop, dot or asynchronous copy in its body, and the unrolled body stays under
     `_FULL_UNROLL_BUDGET` element operations per thread (the sum, over the body's
     operations, of the registers each result takes); where the whole loop is over that
@@ -100,11 +93,11 @@ def unroll_factor(em: Emitter, op: Operation) -> int | None:
                 return None
         cost += max(1, sum(em.nregs(result) for result in inner.results))
     if trips * cost <= _FULL_UNROLL_BUDGET:
-        return trips
+        return "#pragma unroll"
     factor = 1
     while trips % (2 * factor) == 0 and 2 * factor * cost <= _FULL_UNROLL_BUDGET:
         factor *= 2
-    return factor if factor > 1 else None
+    return f"#pragma unroll {factor}" if factor > 1 else None
 
 
 @emits("for")
@@ -120,9 +113,8 @@ def emit_for(em: Emitter, op: Operation) -> None:
     if isinstance(unroll, int) and unroll >= 1:
         # tl.range(..., loop_unroll_factor=n): n copies of the body per trip (1: not unrolled)
         em.lines.append(f"#pragma unroll {unroll}")
-    elif unroll is None and (factor := unroll_factor(em, op)) is not None:
-        # a factor as large as the trip count: the whole loop (NVVM drops the rolled loop)
-        em.lines.append("#pragma unroll" if factor == _trip_count(op) else f"#pragma unroll {factor}")
+    elif unroll is None and (pragma := unroll_pragma(em, op)) is not None:
+        em.lines.append(pragma)
     em.open(f"for ({ctype(body.args[0].type)} {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
     em.terminators.append(lambda values: _assign_all(em, carried, values, list(op.results)))
     try:

@@ -224,7 +224,7 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
     if not geom.swizzled:
         const_bytes = column_bytes + (const_row * geom.width + const[inner]) * eb
         key = ("tile_linear", geom.width, eb, thread_row, col.expr)
-        base = _prologue_value(em, key, f"(({thread_row}) * {geom.width} + ({col.expr})) * {eb}")
+        base = prologue_value(em, key, f"(({thread_row}) * {geom.width} + ({col.expr})) * {eb}")
         return f"{base} + {const_bytes}" if const_bytes else base
     period = lay.per_phase * lay.max_phase
     vec_mask = lay.vec - 1
@@ -237,18 +237,18 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
     lpp = _log2(lay.per_phase)
     shift = lv + _log2(eb)
     row_key = ("tile_row", geom.row_bytes, thread_row)
-    row_bytes = _prologue_value(em, row_key, f"({thread_row}) * {geom.row_bytes}")
+    row_bytes = prologue_value(em, row_key, f"({thread_row}) * {geom.row_bytes}")
     x_key = ("tile_x", lv, lpp, lay.max_phase, thread_row, col.expr)
-    x = _prologue_value(em, x_key, f"(({col.expr}) >> {lv}) ^ ((({thread_row}) >> {lpp}) & {lay.max_phase - 1})")
+    x = prologue_value(em, x_key, f"(({col.expr}) >> {lv}) ^ ((({thread_row}) >> {lpp}) & {lay.max_phase - 1})")
     const_bytes = column_bytes + const_row * geom.row_bytes
     if const_chunk == 0:
-        base = _prologue_value(em, ("tile_base", row_bytes, x, shift), f"{row_bytes} + ({x} << {shift})")
+        base = prologue_value(em, ("tile_base", row_bytes, x, shift), f"{row_bytes} + ({x} << {shift})")
         return f"{base} + {const_bytes}" if const_bytes else base
     out = f"{row_bytes} + (({x} ^ {const_chunk}) << {shift})"
     return f"{out} + {const_bytes}" if const_bytes else out
 
 
-def _prologue_value(em, key: tuple, expr: str) -> str:
+def prologue_value(em, key: tuple, expr: str) -> str:
     """A per-thread `unsigned` computed once at the kernel's start (shared by equal keys)."""
     names = em.memo.setdefault("prologue_values", {})
     if key not in names:

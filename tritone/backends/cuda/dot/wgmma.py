@@ -41,10 +41,10 @@ from tritone.ir.ops import is_zero_constant
 from tritone.ir.types import type_text
 
 from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout, NvmmaSharedLayout
-from ..codegen_base import CodegenError, Emitter, emits
+from ..codegen_base import CodegenError, emits
 from . import DotImplementation, register
 from .mma import OperandSource
-from .shared import TileGeometry, is_shared_tile, smem_address, tile_range
+from .shared import TileGeometry, is_shared_tile, prologue_value, smem_address, tile_range
 
 _INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
 # accumulator type by input: PTX type and inline asm constraint
@@ -158,17 +158,6 @@ class _Operand:
         return (mn0 // geom.width) * geom.column_bytes + k0 * geom.row_bytes
 
 
-def _warpgroup_row(em: Emitter) -> str:
-    """The first row of this thread's warpgroup in a dot's result (64 per warpgroup), computed
-    once in the kernel's prologue: the warpgroup's number through a shuffle from lane 0 is
-    warp-uniform to ptxas, so the descriptors built from it stay in uniform registers, and a
-    shuffle in a K loop would sit on every trip's way to its first wgmma."""
-    if "tt_wg_row" not in em.memo:
-        em.prologue.append("const unsigned tt_wg_row = (unsigned)__shfl_sync(0xffffffffu, tt_warp >> 2, 0) * 64u;")
-        em.memo["tt_wg_row"] = True
-    return "tt_wg_row"
-
-
 def _descriptor_helper(em) -> str:
     name = "tt_wgmma_desc"
     em.declare_once(
@@ -238,7 +227,11 @@ class _Lowering:
             # one warpgroup: its slab starts at row 0 (a constant, so the descriptors stay uniform)
             group_row = "0u"
         else:
-            group_row = _warpgroup_row(em)
+            # the warpgroup's number through a shuffle from lane 0, once at the kernel's start:
+            # warp-uniform to ptxas, so the descriptors built from it stay in uniform registers
+            # (inside a K loop the shuffle sat on every trip's way to its first wgmma)
+            group_row = prologue_value(em, ("warpgroup_row",),
+                                       "(unsigned)__shfl_sync(0xffffffffu, tt_warp >> 2, 0) * 64u")
         descriptors = []
         for operand in ops:
             if operand is None:
