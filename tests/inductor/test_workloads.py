@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.inductor import CaseResult, Comparison, cache_folders, format_table, geomean, merge_rounds, worker_env
+from bench.inductor import (CaseResult, Comparison, best_window, cache_folders, format_table, geomean, merge_rounds,
+                             worker_env)
 
 pytest.importorskip("torch")
 
@@ -230,6 +231,23 @@ def test_repeated_workers_give_median_times_and_every_workers_verdict() -> None:
     assert merge_rounds(failed) is failed[0]
     single = CaseResult("softmax", "bf16", "tritone", match=True, steady_ms=1.0)
     assert merge_rounds([single]).notes == []
+
+
+def test_the_best_window_is_the_one_with_the_lowest_median() -> None:
+    from bench.timing import Timing
+
+    windows = iter([Timing(median=0.9, min=0.1, p20=0.2, p80=1.0, reps=9),
+                    Timing(median=0.4, min=0.3, p20=0.35, p80=0.5, reps=9),
+                    Timing(median=0.6, min=0.05, p20=0.5, p80=0.7, reps=9)])
+    calls = []
+
+    def measure() -> Timing:
+        calls.append(1)
+        return next(windows)
+
+    best = best_window(measure, 3)
+    assert (best.median, best.p20, best.p80) == (0.4, 0.35, 0.5) and len(calls) == 3
+    assert best_window(lambda: Timing(median=2.0, min=2.0, p20=2.0, p80=2.0, reps=1), 0).median == 2.0
 
 
 def test_repeat_alternates_the_sides_and_tables_the_medians(monkeypatch, capsys) -> None:

@@ -1,18 +1,23 @@
 """`tl.range(..., flatten=True)` on a persistent kernel's loop over tiles
-(pipeline.py's tile-ahead plan): the next tile's first copies are issued once
-the current tile's K loop ends, so they arrive during its epilogue; the stages
-and their mbarriers live across the loop over tiles, which carries the stage
-and phase on. And a K loop that reads its in-flight wgmma result in a branch
-(a hand-flattened loop's epilogue) waits for it there.
+(pipeline.py's tile-ahead plan): the K loop's last trips copy the next tile's
+first trips (or, where the K loop has fewer trips than stages ahead, they are
+copied once it ends), so they arrive during the current tile's last trips and
+epilogue; the stages and their mbarriers live across the loop over tiles, which
+carries the stage and phase on. And a K loop that reads its in-flight wgmma
+result in a branch (a hand-flattened loop's epilogue) waits for it there.
 
 Without a GPU: where the ops go (sm_90 with TMA and with pointer code, sm_80),
-what is left alone, and the kernels' results in the interpreter. On a GPU
-(`gpu` marker): the same kernels against torch, with tiles and K of every
-size, programs without tiles, no K trip, one K trip.
+what is left alone, the kernels' results in the interpreter, and the sm_80
+pointer kernel's generated CUDA on the CUDA emulator for every K trip count
+around the stages ahead. On a GPU (`gpu` marker): the same kernels against
+torch, with tiles and K of every size, programs without tiles, no K trip, one
+K trip, as many K trips as stages ahead.
 """
 
 from __future__ import annotations
 
+import cuda_emulator
+import numpy as np
 import pytest
 import torch
 
@@ -22,6 +27,7 @@ from tritone._internal_testing import default_alloc_fn
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda import lowering
 from tritone.compiler import ASTSource
+from tritone.compiler.compiler import make_ir
 from tritone.ir import parse_module
 from tritone.tools.tensor_descriptor import TensorDescriptor
 
@@ -122,7 +128,21 @@ def _outer(fn):
     return outer
 
 
-def test_the_next_tiles_first_copies_follow_the_k_loop_on_sm90():
+def _copies(ops, name: str) -> int:
+    return sum(1 for op in ops for inner in op.walk() if inner.name == name)
+
+
+def _next_tile_copies(body, copy: str) -> tuple[int, int, int]:
+    """Copies of the K loop in `body` (the loop over tiles' body): (in the K loop's branch
+    for this tile's trips ahead, in its branch for the next tile's, after the K loop)."""
+    (inner,) = [op for op in body.ops if op.name == "for"]
+    (branch,) = [op for op in inner.regions[0].ops if op.name == "if"]
+    current, following = branch.regions
+    return (_copies(current.ops, copy), _copies(following.ops, copy),
+            _copies(body.ops[body.ops.index(inner) + 1:], copy))
+
+
+def test_the_next_tiles_first_copies_come_in_the_k_loops_last_trips_on_sm90():
     compiled, fn = _host_kernel(90)
     outer = _outer(fn)
     names = [op.name for op in fn.body.ops]
@@ -130,9 +150,11 @@ def test_the_next_tiles_first_copies_follow_the_k_loop_on_sm90():
     assert names.index("mbarrier_init") < names.index("for") < names.index("mbarrier_inval")
     body = outer.regions[0]
     (inner,) = [op for op in body.ops if op.name == "for"]
-    after = body.ops[body.ops.index(inner) + 1:]
-    # two stages ahead (num_stages 3), two tiles (a and b) each, for the next tile
-    assert [op.name for op in after].count("tma_copy") == 4
+    # a trip ahead copies the two tiles (a and b) of this tile's trip or of the next tile's;
+    # where the K loop has fewer trips than the two stages ahead, the next tile's come after it
+    assert _next_tile_copies(body, "tma_copy") == (2, 2, 4)
+    (after,) = [op for op in body.ops[body.ops.index(inner) + 1:] if op.name == "if"]
+    assert after.regions[0].ops[0].name == "barrier" and len(after.regions[1].ops) == 1
     assert [op.name for op in fn.body.ops].count("tma_copy") == 4, "the first tile's, before the loop"
     # the loop over tiles carries the stage and the phase on to the next K loop
     assert [a.type.name for a in body.args[-2:]] == ["int32", "int32"]
@@ -158,9 +180,31 @@ def test_pointer_code_copies_ahead_across_tiles_too():
         names = [op.name for op in fn.body.ops]
         assert names.index("for") < names.index("async_wait"), "drained after the loop over tiles"
         body = _outer(fn).regions[0]
-        (inner,) = [op for op in body.ops if op.name == "for"]
-        after = [op.name for op in body.ops[body.ops.index(inner) + 1:]]
-        assert after.count("async_copy") == 4 and after.count("async_commit") == 4
+        assert _next_tile_copies(body, "async_copy") == (2, 2, 4)
+        assert _next_tile_copies(body, "async_commit") == (2, 2, 4)
+
+
+@pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
+def test_pointer_code_across_tiles_runs_right_on_the_cuda_emulator():
+    # sm_80's mma.sync and cp.async code, two programs of three tiles each: K loops of
+    # 0, 1 (fewer trips than the 2 stages ahead: copied after the loop), 2, 3 and 5 trips
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+                 "K_LOOP": "i32"}
+    options = {"num_warps": 4, "num_stages": 3}
+    module = make_ir(ASTSource(pointer_persistent, signature, {"NUM_PROGRAMS": 2, "BM": 32, "BN": 32, "BK": 16},
+                               {(i,): [["tt.divisibility", 16]] for i in range(7)}), GPUTarget("cuda", 80, 32),
+                     options)
+    source, _, metadata = lowering.generate_cuda(module, 80, options)
+    emulated = cuda_emulator.Emulator(source, 4, metadata["shared"])
+    rng = np.random.default_rng(80)
+    for m, n, k, k_loop in ((96, 64, 80, 80), (64, 96, 16, 16), (96, 64, 32, 32), (64, 96, 48, 48),
+                            (96, 64, 16, 0), (96, 64, 64, 40)):
+        a = rng.integers(-4, 4, size=(m, k)).astype(np.float16)
+        b = rng.integers(-4, 4, size=(k, n)).astype(np.float16)
+        c = np.full((m, n), np.nan, dtype=np.float32)
+        emulated.launch((2,), a, b, c, m, n, k, k_loop)
+        expected = a[:, :k_loop].astype(np.float64) @ b[:k_loop].astype(np.float64)
+        np.testing.assert_array_equal(c, expected.astype(np.float32), err_msg=f"M N K K_LOOP {m} {n} {k} {k_loop}")
 
 
 def test_a_branch_reading_the_in_flight_result_waits_for_it():
@@ -229,6 +273,8 @@ CHECKS = [(check_host, (256, 192, 96, torch.float16, 4)),
           (check_pointer, (192, 130, 100, 100, torch.float16, 4)),
           (check_pointer, (64, 64, 32, 32, torch.bfloat16, 1)),
           (check_pointer, (64, 128, 32, 0, torch.float16, 3)),
+          (check_pointer, (256, 128, 64, 64, torch.float16, 2)),
+          (check_host, (192, 128, 64, torch.float16, 2)),
           (check_epilogue_in_the_loop, (128, 192, 160))]
 
 

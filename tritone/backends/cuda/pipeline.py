@@ -415,6 +415,42 @@ def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation
     return outer, [op for op in outer_body.ops if id(op) in chosen]
 
 
+def _next_outer_trip(b: _Builder, plan: tuple[Operation, list[Operation]]) -> tuple[dict[Value, Value], Value]:
+    """The outer loop's next trip, computed where `b` builds: its values of the ops the
+    copies' addresses need (by the outer body's values), and whether that trip runs."""
+    outer, outer_ops = plan
+    outer_iv = outer.regions[0].args[0]
+    next_iv = b.value("add", [outer_iv, outer.operands[2]], outer_iv.type)
+    next_ok = b.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
+    next_values = {outer_iv: next_iv}
+    for op in outer_ops:
+        b.clone(op, next_values)
+    return next_values, next_ok
+
+
+def _fused_trips(parent: Region, loop: Operation, plan: tuple[Operation, list[Operation]], lb: Value, ub: Value,
+                 step: Value, prefetch: int) -> tuple[Value, Value] | None:
+    """For a K loop whose last `prefetch` trips copy the next tile's first trips (as
+    upstream's fused loops do, so those arrive during this tile's last trips and
+    epilogue, not only during the epilogue): (whether this run of the loop has at
+    least `prefetch` trips to do it in, the end its trips count up to), built
+    before `loop`. None where the next tile's step may differ (the trips could not
+    be matched up), or the step is not a positive constant."""
+    made = step.defining_op
+    if made is None or made.name != "constant" or type(made.attrs.get("value")) is not int \
+            or made.attrs["value"] <= 0:
+        return None
+    b = _Builder(parent, loop, loop.loc)
+    ty = lb.type
+    span = b.value("sub", [ub, lb], ty)
+    on = b.value("cmp", [span, b.constant((prefetch - 1) * made.attrs["value"], ty)], int1, pred="gt")
+    if made.attrs["value"] == 1:
+        return on, ub
+    # lb + trips * step: the iv the trip after the last would have
+    trips = b.value("floordiv", [b.value("add", [span, b.constant(made.attrs["value"] - 1, ty)], ty), step], ty)
+    return on, b.value("add", [lb, b.value("mul", [trips, step], ty)], ty)
+
+
 def _carry_through(outer: Operation, inits: list[Value], yielded: list[Value]) -> Operation:
     """`outer` made again carrying `inits` too (their values in its body: the last
     block arguments, already added; `yielded`: their next values); the new loop,
@@ -449,8 +485,8 @@ class _Builder:
     def __init__(self, region: Region, before: Operation | None, loc):
         self.region, self.before, self.loc = region, before, loc
 
-    def op(self, name: str, operands, result_types=(), **attrs) -> Operation:
-        op = Operation(name, list(operands), list(result_types), attrs, loc=self.loc)
+    def op(self, name: str, operands, result_types=(), regions=(), **attrs) -> Operation:
+        op = Operation(name, list(operands), list(result_types), attrs, list(regions), loc=self.loc)
         if self.before is None:
             self.region.append(op)
         else:
@@ -616,14 +652,37 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     # variable now: their clones must read the trip ahead too
     mapping = {body.args[0]: iv_ahead, new_body.args[0]: iv_ahead,
                **{body.args[1 + i]: new_body.args[1 + i] for i in ahead}}
-    for op in slice_ops:
-        _clone_ahead(nb, op, mapping, in_range)
     slot = stage
     if in_flight:
         first = nb.value("cmp", [stage, nb.constant(0, int32)], int1, pred="eq")
         before = nb.value("sub", [stage, nb.constant(1, int32)], int32)
         slot = nb.value("select", [first, nb.constant(slots - 1, int32), before], int32)
-    _issue_copies(nb, chains, buffers, slot, mapping, in_range, barriers)
+    fused = _fused_trips(parent, new_loop, plan, lb, ub, step, prefetch) if plan else None
+    if fused is None:
+        for op in slice_ops:
+            _clone_ahead(nb, op, mapping, in_range)
+        _issue_copies(nb, chains, buffers, slot, mapping, in_range, barriers)
+    else:
+        # the last `prefetch` trips copy the next tile's first trips instead of none
+        on, end = fused
+        current, following = Region(), Region()
+        take_current = nb.value("or", [in_range, nb.value("xor", [on, nb.constant(True, int1)], int1)], int1)
+        nb.op("if", [take_current], regions=[current, following])
+        cb = _Builder(current, None, loop.loc)
+        for op in slice_ops:
+            _clone_ahead(cb, op, mapping, in_range)
+        _issue_copies(cb, chains, buffers, slot, mapping, in_range, barriers)
+        cb.op("yield", [])
+        fb = _Builder(following, None, loop.loc)
+        next_values, next_ok = _next_outer_trip(fb, plan)
+        next_lb, next_ub = (next_values.get(v, v) for v in (lb, ub))
+        iv_next = fb.value("add", [next_lb, fb.value("sub", [iv_ahead, end], iv_ty)], iv_ty)
+        next_in_range = fb.value("and", [fb.value("cmp", [iv_next, next_ub], int1, pred="lt"), next_ok], int1)
+        next_mapping = {**next_values, body.args[0]: iv_next, new_body.args[0]: iv_next}
+        for op in slice_ops:
+            _clone_ahead(fb, op, next_mapping, next_in_range)
+        _issue_copies(fb, chains, buffers, slot, next_mapping, next_in_range, barriers)
+        fb.op("yield", [])
     advanced = {i: mapping.get(terminator.operands[i], terminator.operands[i]) for i in ahead}
     yielded = [advanced.get(i, v) for i, v in enumerate(terminator.operands)]
     yielded = [_remap(v, body, new_body) for v in yielded]
@@ -641,15 +700,15 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         Operation("mbarrier_inval", [barriers], [], {}, loc=loop.loc)
     if plan:
         # the outer loop's next trip's first copies, once every thread is done with the stages
-        outer, outer_ops = plan
-        outer_body = outer.regions[0]
+        # (where the K loop did not copy them in its last trips: fewer trips than stages ahead)
         ab = _Builder(parent, parent.ops[after], loop.loc)
+        if fused is not None:
+            left, nothing = Region(), Region()
+            ab.op("if", [ab.value("xor", [fused[0], ab.constant(True, int1)], int1)], regions=[left, nothing])
+            _Builder(nothing, None, loop.loc).op("yield", [])
+            ab = _Builder(left, None, loop.loc)
         ab.op("barrier", [])
-        next_iv = ab.value("add", [outer_body.args[0], outer.operands[2]], outer_body.args[0].type)
-        next_ok = ab.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
-        next_values = {outer_body.args[0]: next_iv}
-        for op in outer_ops:
-            ab.clone(op, next_values)
+        next_values, next_ok = _next_outer_trip(ab, plan)
         next_lb, next_ub, next_step = (next_values.get(v, v) for v in (lb, ub, step))
         stage_end = new_loop.results[len(loop.results)]
         for j in range(prefetch):
@@ -666,7 +725,9 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 slot = ab.value("select", [wrapped, ab.value("sub", [bumped, ab.constant(slots, int32)], int32),
                                            bumped], int32)
             _issue_copies(ab, chains, buffers, slot, mapping, in_range, barriers)
-        new_outer = _carry_through(outer, starts, list(new_loop.results[len(loop.results):]))
+        if fused is not None:
+            ab.op("yield", [])
+        new_outer = _carry_through(plan[0], starts, list(new_loop.results[len(loop.results):]))
         new_outer.parent.insert(new_outer.parent.ops.index(new_outer) + 1, drained)
     else:
         parent.insert(after, drained)
