@@ -416,16 +416,32 @@ def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation
 
 
 def _next_outer_trip(b: _Builder, plan: tuple[Operation, list[Operation]]) -> tuple[dict[Value, Value], Value]:
-    """The outer loop's next trip, computed where `b` builds: its values of the ops the
-    copies' addresses need (by the outer body's values), and whether that trip runs."""
+    """The outer loop's next trip, begun where `b` builds: its values of the scalar ops
+    the copies' addresses need (a persistent kernel's next tile and its offsets: a few
+    registers, and its divisions done once a tile), keyed by the outer body's values,
+    and whether that trip runs. `_next_outer_blocks` adds the block ops where the
+    copies are issued."""
     outer, outer_ops = plan
     outer_iv = outer.regions[0].args[0]
     next_iv = b.value("add", [outer_iv, outer.operands[2]], outer_iv.type)
     next_ok = b.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
     next_values = {outer_iv: next_iv}
     for op in outer_ops:
-        b.clone(op, next_values)
+        if all(not r.type.is_block() for r in op.results) and all(
+                v in next_values for v in op.operands if v.defining_op in outer_ops or v is outer_iv):
+            b.clone(op, next_values)
     return next_values, next_ok
+
+
+def _next_outer_blocks(b: _Builder, plan: tuple[Operation, list[Operation]],
+                       scalars: dict[Value, Value]) -> dict[Value, Value]:
+    """`scalars` (from `_next_outer_trip`) with the outer body's remaining ops for its
+    next trip, built where `b` builds."""
+    next_values = dict(scalars)
+    for op in plan[1]:
+        if op.results and op.results[0] not in next_values:
+            b.clone(op, next_values)
+    return next_values
 
 
 def _fused_trips(parent: Region, loop: Operation, plan: tuple[Operation, list[Operation]], lb: Value, ub: Value,
@@ -658,6 +674,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         before = nb.value("sub", [stage, nb.constant(1, int32)], int32)
         slot = nb.value("select", [first, nb.constant(slots - 1, int32), before], int32)
     fused = _fused_trips(parent, new_loop, plan, lb, ub, step, prefetch) if plan else None
+    if plan:
+        next_scalars, next_ok = _next_outer_trip(_Builder(parent, new_loop, loop.loc), plan)
     if fused is None:
         for op in slice_ops:
             _clone_ahead(nb, op, mapping, in_range)
@@ -674,7 +692,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         _issue_copies(cb, chains, buffers, slot, mapping, in_range, barriers)
         cb.op("yield", [])
         fb = _Builder(following, None, loop.loc)
-        next_values, next_ok = _next_outer_trip(fb, plan)
+        next_values = _next_outer_blocks(fb, plan, next_scalars)
         next_lb, next_ub = (next_values.get(v, v) for v in (lb, ub))
         iv_next = fb.value("add", [next_lb, fb.value("sub", [iv_ahead, end], iv_ty)], iv_ty)
         next_in_range = fb.value("and", [fb.value("cmp", [iv_next, next_ub], int1, pred="lt"), next_ok], int1)
@@ -708,7 +726,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
             _Builder(nothing, None, loop.loc).op("yield", [])
             ab = _Builder(left, None, loop.loc)
         ab.op("barrier", [])
-        next_values, next_ok = _next_outer_trip(ab, plan)
+        next_values = _next_outer_blocks(ab, plan, next_scalars)
         next_lb, next_ub, next_step = (next_values.get(v, v) for v in (lb, ub, step))
         stage_end = new_loop.results[len(loop.results)]
         for j in range(prefetch):
