@@ -47,12 +47,17 @@ where some of its tiles cannot use TMA, its TMA loads are left as they are.
 
 Where the loop's parent loop asks for it (`tl.range(..., flatten=True)`, a
 persistent kernel's loop over tiles; upstream Triton fuses the two loops), the
-next outer trip's first copies are issued right after this loop ends, before
-the epilogue, instead of before the loop's next run (`_tile_ahead`): the
-stages and mbarriers are made before the outer loop and dropped after it, the
-outer loop carries the stage and phase from one run of the inner loop to the
-next, and the ops of the outer body that the copies' addresses need are
-computed again for the next tile.
+next outer trip's first copies are issued in this loop's last `num_stages - 1`
+trips, the trips that have no trip of their own left to copy ahead (a branch
+picks this tile's trip or the next tile's), so that they arrive during the
+current tile's last trips and its epilogue (`_tile_ahead`, `_fused_trips`).
+A run of the loop with fewer trips than that issues them after it ends
+instead, before the epilogue. The stages and mbarriers are made before the
+outer loop and dropped after it, the outer loop carries the stage and phase
+from one run of the inner loop to the next, and the ops of the outer body that
+the copies' addresses need are computed again for the next tile: its scalars
+(the tile's index and offsets, divisions included) once before the loop, its
+block offsets where the copies are issued.
 
 A wgmma dot left in flight whose result a later `if` of the loop reads (a
 store in the last trip, say) is waited for at the start of that branch.
