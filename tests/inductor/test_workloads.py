@@ -20,8 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.inductor import (CaseResult, Comparison, best_window, cache_folders, format_table, geomean, merge_rounds,
-                             worker_env)
+from bench.inductor import (
+    CaseResult,
+    Comparison,
+    best_window,
+    cache_folders,
+    format_table,
+    geomean,
+    merge_rounds,
+    worker_env,
+)
 
 pytest.importorskip("torch")
 
