@@ -1,5 +1,7 @@
 """Constant folding: hand-written golden IR, and folded values against numpy."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -355,3 +357,24 @@ def test_fold_leaves_parsed_text_stable():
     module = parse_module(text)
     run_pipeline(module, passes=[fold])
     assert print_module(module) == text
+
+
+def test_casts_to_bf16_round_to_nearest_even_as_torch_does():
+    # a bf16 `other` or constant is folded, not converted element by element on the GPU:
+    # the folded value must be the one `cvt.rn.bf16.f32` gives (torch rounds the same way)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    values = (rng.standard_normal(300) * 10.0 ** rng.integers(-45, 39, 300)).astype(np.float32)
+    edges = np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.3895313892515355e38, 3.3961775292304e38, 1e-40,
+                      9.2e-41, -0.0, 0.0, np.inf, -np.inf], dtype=np.float32)
+    values = np.concatenate([edges, values])
+    want = torch.from_numpy(values).to(torch.bfloat16).float().numpy()
+    got = _fold_values(float32, "cast", [(x, None) for x in values.tolist()], dtype("bf16"), {"rounding": "rtne"})
+    assert got == want.tolist()
+    assert [math.copysign(1.0, x) for x in got] == np.copysign(1.0, want).tolist()  # -0.0 stays -0.0
+    (nan,) = _fold_values(float32, "cast", [(float("nan"), None)], dtype("bf16"), {"rounding": "rtne"})
+    assert math.isnan(nan)
+    # and back: every bf16 value is an fp32 value
+    assert _fold_values(dtype("bf16"), "cast", [(x, None) for x in got], float32) == got
+    # rounding toward zero is left to the GPU
+    assert _fold_values(float32, "cast", [(1 + 2**-8, None)], dtype("bf16"), {"rounding": "rtz"}) == [None]

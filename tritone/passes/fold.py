@@ -3,11 +3,12 @@
 Only rewrites that give the GPU's result bit for bit (docs/IR.md, the GPU
 side of TRITON_SEMANTICS): integer ops wrap to their width with signedness
 where it matters; float results are folded only for exactly rounded ops of
-fp32/fp64 (add, sub, mul, fma), compares, casts between fp16/fp32/fp64 and
-from ints; nothing whose result is bf16/fp8 and no approximate math (exp,
-sqrt, fp32 div...). Identities are applied only where they hold for every
-input (`x + 0` for ints but not floats, `x * 1`, `x | 0`, `x & -1`, shifts by
-0, `select(c, x, x)`). An `if` on a constant condition becomes the ops of the
+fp32/fp64 (add, sub, mul, fma), compares, casts between fp16/bf16/fp32/fp64
+(rounding to nearest even) and from ints (a bf16 `other` of a load, written
+as a float constant, is a bf16 constant, not a conversion per element); no
+bf16 or fp8 arithmetic and no approximate math (exp, sqrt, fp32 div...).
+Identities are applied only where they hold for every input (`x + 0` for ints
+but not floats, `x * 1`, `x | 0`, `x & -1`, shifts by 0, `select(c, x, x)`). An `if` on a constant condition becomes the ops of the
 branch taken; a `for` that runs zero times becomes its initial values.
 """
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from . import PassContext
 
 # Float formats folded exactly: precision (mantissa bits + 1), min and max exponent.
-_FLOAT_FORMATS = {"fp16": (11, -14, 15), "fp32": (24, -126, 127), "fp64": (53, -1022, 1023)}
+_FLOAT_FORMATS = {"fp16": (11, -14, 15), "bf16": (8, -126, 127), "fp32": (24, -126, 127),
+                  "fp64": (53, -1022, 1023)}
 _EXACT_ARITH_FLOATS = ("fp32", "fp64")
 
 
@@ -55,8 +57,8 @@ def _signed_bits(value: int, ty: dtype) -> int:
 
 
 def round_to_float(value: Fraction, name: str) -> float:
-    """`value` rounded to nearest-even into the float format `name` (fp16, fp32,
-    fp64), overflowing to ±inf, with gradual underflow; as a Python float."""
+    """`value` rounded to nearest-even into the float format `name` (fp16, bf16,
+    fp32, fp64), overflowing to ±inf, with gradual underflow; as a Python float."""
     precision, emin, emax = _FLOAT_FORMATS[name]
     if value == 0:
         return 0.0
