@@ -8,8 +8,9 @@ fp32/fp64 (add, sub, mul, fma), compares, casts between fp16/bf16/fp32/fp64
 as a float constant, is a bf16 constant, not a conversion per element); no
 bf16 or fp8 arithmetic and no approximate math (exp, sqrt, fp32 div...).
 Identities are applied only where they hold for every input (`x + 0` for ints
-but not floats, `x * 1`, `x | 0`, `x & -1`, shifts by 0, `select(c, x, x)`). An `if` on a constant condition becomes the ops of the
-branch taken; a `for` that runs zero times becomes its initial values.
+but not floats, `x * 1`, `x | 0`, `x & -1`, shifts by 0, `select(c, x, x)`).
+An `if` on a constant condition becomes the ops of the branch taken; a `for`
+that runs zero times becomes its initial values.
 """
 
 from __future__ import annotations

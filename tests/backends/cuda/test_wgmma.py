@@ -152,8 +152,51 @@ def test_attention_dots_wait_for_their_results():
     assert "wgmma.wait_group.sync.aligned 1;" not in source
     # p @ v takes p from registers: four fragment registers, no descriptor for a
     # (v is contiguous along N: MN-major, transposed)
-    assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p, 1, 1, 1;", source)
+    assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p[01], 1, 1, 1;", source)
 
+
+def _wgmma_statements(source: str) -> list[tuple[str, list[str], list[str]]]:
+    """(asm text, output operands, input operands) of each asm statement issuing wgmma."""
+    found = []
+    for line in source.splitlines():
+        if "wgmma.mma_async" in line:
+            text, rest = line.split('" : ', 1)
+            assert rest.endswith(");")
+            outputs, inputs = rest[:-2].split(" : ")
+            found.append((text, outputs.split(", "), inputs.split(", ")))
+    return found
+
+
+def _check_chained_steps(text: str, outputs: list[str], inputs: list[str], steps: int) -> set[str]:
+    """The steps of one statement each read their own a and b descriptors, after the
+    outputs; their scale-d predicates are set from inputs holding 0 or 1. The predicates."""
+    found = re.findall(r"wgmma\.mma_async[^;]*\}, %(\d+), %(\d+), (p[01])[,;]", text)
+    assert len(found) == steps
+    first = len(outputs)
+    assert [(int(a), int(b)) for a, b, _ in found] == [(first + 2 * i, first + 2 * i + 1) for i in range(steps)]
+    for predicate in {p for _, _, p in found}:
+        index = int(re.search(rf"setp\.ne\.b32 {predicate}, %(\d+), 0;", text)[1])
+        assert inputs[index - first] == f'"r"({predicate[1]})'
+    return {p for _, _, p in found}
+
+
+def test_the_k_steps_of_an_accumulator_block_are_one_asm_statement():
+    # BK=64: four m64n128k16 steps chained on one block of 64 registers, whose operand
+    # list is written once; a pipelined accumulator: every step adds (p1)
+    consts = matmul_constexprs(128, 128, 64, loop_stages=3)
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 90, num_warps=4)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 4})
+    statements = _wgmma_statements(source)
+    assert statements
+    for text, outputs, inputs in statements:
+        assert len(outputs) == 64 and all(o.startswith('"+f"') for o in outputs)
+        assert _check_chained_steps(text, outputs, inputs, 4) == {"p1"}
+    # q @ k into a zeroed accumulator: its first step ignores the accumulator (p0)
+    module = ir_module(attention_kernel, ATTENTION_SIG, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
+                                                         "CAUSAL": False}, 90, num_warps=8)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 8})
+    qk = [s for s in _wgmma_statements(source) if not any("tt_afrag" in i for i in s[2])]  # a from shared
+    assert qk and all(_check_chained_steps(*statement, 4) == {"p0", "p1"} for statement in qk)
 
 
 @pytest.mark.parametrize("b_contiguous", [0, 1])

@@ -271,36 +271,33 @@ class _Lowering:
                 for i in range(n_step // 2):
                     coord = (m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
                     regs.append(f"{name}[{register_of[coord]}]")
+                steps = []
                 for k0 in range(0, depth, k_step):
                     if a_registers is not None:
                         a_operand = a_fragments[k0, m0]
                     else:
                         a_operand = f"{descriptors[0]} + {ops[0].offset(m0, k0) >> 4}ull"
                     b_off = ops[1].offset(n0, k0) >> 4
-                    self._issue(ptx_types, k_step, n_step, regs, a_operand, f"{descriptors[1]} + {b_off}ull",
-                                None if a_registers is not None else ops[0].transposed, ops[1].transposed,
-                                accumulate=not (zero and k0 == 0))
+                    steps.append((a_operand, f"{descriptors[1]} + {b_off}ull", not (zero and k0 == 0)))
+                self._issue(ptx_types, k_step, n_step, regs, steps,
+                            None if a_registers is not None else ops[0].transposed, ops[1].transposed)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
         wait_for_dots(em, [(name, self.constraint)], count, 1 if in_flight else 0)
 
-    def _issue(self, ptx_types: str, k: int, n: int, regs: list[str], a: str | list[str], desc_b: str,
-               trans_a: int | None, trans_b: int, accumulate: bool) -> None:
-        """One m64nNkK instruction (`ptx_types`: the accumulator's, a's and b's,
-        "f32.f16.f16"); `a` is a
+    def _issue(self, ptx_types: str, k: int, n: int, regs: list[str],
+               steps: list[tuple[str | list[str], str, bool]], trans_a: int | None, trans_b: int) -> None:
+        """The K steps of one accumulator block, m64nNkK instructions one after the other
+        (`ptx_types`: the accumulator's, a's and b's, "f32.f16.f16"), in one asm
+        statement: the accumulator's registers are its operands once, not once a step
+        (NVRTC's front end and NVVM take milliseconds over each operand list of a
+        hundred registers). Each step is (a, b's descriptor, accumulate): `a` a
         descriptor, or four fragment registers (then `trans_a` is None: registers are
-        K-major). Without `accumulate` the result is the product alone. Only 16-bit
-        inputs have transpose flags (the others are always K-major), integer ones
+        K-major); without `accumulate` the step's result is its product alone. Only
+        16-bit inputs have transpose flags (the others are always K-major), integer ones
         no negation flags either."""
         nd = len(regs)
-        outs = ", ".join(f"%{i}" for i in range(nd))
-        if isinstance(a, list):
-            a_text = "{" + ", ".join(f"%{nd + i}" for i in range(4)) + "}"
-            inputs = [f'"r"({r})' for r in a]
-        else:
-            a_text = f"%{nd}"
-            inputs = [f'"l"({a})']
-        b_index = nd + len(inputs)
-        inputs += [f'"l"({desc_b})', f'"r"({int(accumulate)})']
+        inputs: list[str] = []
+        texts = []
         if ptx_types.startswith("satfinite.s32"):
             flags = ""  # integer dots have no negation or transposition
         elif k != 16:
@@ -309,9 +306,26 @@ class _Lowering:
             flags = f"1, 1, {trans_b}"
         else:
             flags = f"1, 1, {trans_a}, {trans_b}"
-        text = (f"{{ .reg .pred p; setp.ne.b32 p, %{b_index + 1}, 0; "
-                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{ptx_types} "
-                f"{{{outs}}}, {a_text}, %{b_index}, p{', ' + flags if flags else ''}; }}")
+        outs = ", ".join(f"%{i}" for i in range(nd))
+        # one predicate per scale-d value the steps use (the first step of a zeroed
+        # accumulator ignores it), set from an input operand
+        predicates = {accumulate: f"p{int(accumulate)}" for _, _, accumulate in steps}
+        for a, desc_b, accumulate in steps:
+            if isinstance(a, list):
+                a_text = "{" + ", ".join(f"%{nd + len(inputs) + i}" for i in range(4)) + "}"
+                inputs += [f'"r"({r})' for r in a]
+            else:
+                a_text = f"%{nd + len(inputs)}"
+                inputs.append(f'"l"({a})')
+            inputs.append(f'"l"({desc_b})')
+            texts.append(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{ptx_types} "
+                         f"{{{outs}}}, {a_text}, %{nd + len(inputs) - 1}, {predicates[accumulate]}"
+                         f"{', ' + flags if flags else ''};")
+        setup = []
+        for accumulate, predicate in sorted(predicates.items()):
+            setup.append(f".reg .pred {predicate}; setp.ne.b32 {predicate}, %{nd + len(inputs)}, 0;")
+            inputs.append(f'"r"({int(accumulate)})')
+        text = "{ " + " ".join(setup + texts) + " }"
         operands = ", ".join(f'"+{self.constraint}"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
 
