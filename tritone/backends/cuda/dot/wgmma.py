@@ -347,7 +347,8 @@ def stage_writer(em, tile) -> str | None:
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
-    if op is not None and op.name == "local_alloc" and em.target >= 90:
+    if op is not None and op.name == "local_alloc" and em.target >= 90 \
+            and isinstance(op.results[0].type.layout, NvmmaSharedLayout):
         return "local_alloc"
     if op is None or op.name != "local_buffer":
         return None
