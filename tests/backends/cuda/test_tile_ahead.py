@@ -68,37 +68,17 @@ def device_persistent(a_ptr, b_ptr, c_ptr, M, N, K, K_LOOP, NUM_PROGRAMS: tl.con
 
 @triton.jit
 def pointer_persistent(a_ptr, b_ptr, c_ptr, M, N, K, K_LOOP, NUM_PROGRAMS: tl.constexpr, BM: tl.constexpr,
-                       BN: tl.constexpr, BK: tl.constexpr):
-    """The same through pointers (cp.async copies)."""
+                       BN: tl.constexpr, BK: tl.constexpr, STEP: tl.constexpr = 1):
+    """The same through pointers (cp.async copies); the K loop counts by STEP from STEP - 1
+    (from 1 by twos: its end is no trip's)."""
     num_pid_n = tl.cdiv(N, BN)
     for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, NUM_PROGRAMS, flatten=True):
         pm, pn = _tile(tile, num_pid_n, BM, BN)
         rm = pm + tl.arange(0, BM)
         rn = pn + tl.arange(0, BN)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(tl.cdiv(K_LOOP, BK)):
-            kk = k * BK + tl.arange(0, BK)
-            a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K_LOOP),
-                        other=0.0)
-            b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K_LOOP) & (rn[None, :] < N),
-                        other=0.0)
-            acc = tl.dot(a, b, acc)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),
-                 mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@triton.jit
-def pointer_persistent_step2(a_ptr, b_ptr, c_ptr, M, N, K, K_LOOP, NUM_PROGRAMS: tl.constexpr, BM: tl.constexpr,
-                             BN: tl.constexpr, BK: tl.constexpr):
-    """pointer_persistent with a K loop counting in twos from 1 (its end is not a trip's)."""
-    num_pid_n = tl.cdiv(N, BN)
-    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, NUM_PROGRAMS, flatten=True):
-        pm, pn = _tile(tile, num_pid_n, BM, BN)
-        rm = pm + tl.arange(0, BM)
-        rn = pn + tl.arange(0, BN)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k2 in range(1, 2 * tl.cdiv(K_LOOP, BK), 2):
-            kk = (k2 // 2) * BK + tl.arange(0, BK)
+        for k in range(STEP - 1, STEP * tl.cdiv(K_LOOP, BK), STEP):
+            kk = (k // STEP) * BK + tl.arange(0, BK)
             a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K_LOOP),
                         other=0.0)
             b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K_LOOP) & (rn[None, :] < N),
@@ -196,7 +176,8 @@ def test_pointer_code_copies_ahead_across_tiles_too():
     signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
                  "K_LOOP": "i32"}
     for arch in (80, 90):
-        _, fn = _after_passes(pointer_persistent, signature, {"NUM_PROGRAMS": 4, "BM": 64, "BN": 64, "BK": 32},
+        _, fn = _after_passes(pointer_persistent, signature, {"NUM_PROGRAMS": 4, "BM": 64, "BN": 64, "BK": 32,
+                                                              "STEP": 1},
                               {(i,): [["tt.divisibility", 16]] for i in range(7)}, arch)
         names = [op.name for op in fn.body.ops]
         assert names.index("for") < names.index("async_wait"), "drained after the loop over tiles"
@@ -206,15 +187,16 @@ def test_pointer_code_copies_ahead_across_tiles_too():
 
 
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
-@pytest.mark.parametrize("kernel", [pointer_persistent, pointer_persistent_step2])
-def test_pointer_code_across_tiles_runs_right_on_the_cuda_emulator(kernel):
+@pytest.mark.parametrize("step", [1, 2])
+def test_pointer_code_across_tiles_runs_right_on_the_cuda_emulator(step):
     # sm_80's mma.sync and cp.async code, two programs of three tiles each: K loops of
     # 0, 1 (fewer trips than the 2 stages ahead: copied after the loop), 2, 3 and 5 trips,
     # counting by ones from 0 and by twos from 1
     signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
                  "K_LOOP": "i32"}
     options = {"num_warps": 4, "num_stages": 3}
-    module = make_ir(ASTSource(kernel, signature, {"NUM_PROGRAMS": 2, "BM": 32, "BN": 32, "BK": 16},
+    module = make_ir(ASTSource(pointer_persistent, signature, {"NUM_PROGRAMS": 2, "BM": 32, "BN": 32, "BK": 16,
+                                                           "STEP": step},
                                {(i,): [["tt.divisibility", 16]] for i in range(7)}), GPUTarget("cuda", 80, 32),
                      options)
     source, _, metadata = lowering.generate_cuda(module, 80, options)
