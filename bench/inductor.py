@@ -119,10 +119,10 @@ class CaseResult:
     notes: list[str] = field(default_factory=list)
 
 
-# The times `merge_rounds` takes the median of, over a side's workers.
 # Windows of repetitions per steady-state time on the GPU; the lowest median is kept.
 STEADY_WINDOWS = 3
 
+# The times `merge_rounds` takes the median of, over a side's workers.
 ROUND_MEDIANS = ("cold_s", "compile_s", "steady_ms", "steady_p20_ms", "steady_p80_ms", "graphs_ms")
 
 

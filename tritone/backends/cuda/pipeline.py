@@ -431,9 +431,11 @@ def _next_outer_trip(b: _Builder, plan: tuple[Operation, list[Operation]]) -> tu
     next_iv = b.value("add", [outer_iv, outer.operands[2]], outer_iv.type)
     next_ok = b.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
     next_values = {outer_iv: next_iv}
+    chosen = {id(op) for op in outer_ops}
     for op in outer_ops:
+        # a scalar op whose operands from the outer body are all scalars cloned here
         if all(not r.type.is_block() for r in op.results) and all(
-                v in next_values for v in op.operands if v.defining_op in outer_ops or v is outer_iv):
+                v in next_values for v in op.operands if id(v.defining_op) in chosen or v is outer_iv):
             b.clone(op, next_values)
     return next_values, next_ok
 
