@@ -199,6 +199,30 @@ def test_the_k_steps_of_an_accumulator_block_are_one_asm_statement():
     assert qk and all(_check_chained_steps(*statement, 4) == {"p0", "p1"} for statement in qk)
 
 
+def test_a_tile_written_from_registers_is_fenced_once_where_it_is_written():
+    # attention's q tile is written before the K loop: the async-proxy fence follows its
+    # stores there, and neither dot in the loop fences (k and v come by cp.async; p @ v
+    # takes p from registers), as upstream's SASS has one fence, before the loop
+    consts = {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}
+    module = ir_module(attention_kernel, ATTENTION_SIG, consts, 90, num_warps=8)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 8})
+    fence = 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
+    loop_start = source.index("for (int iv")
+    assert source.count(fence) == 1 and source.index(fence) < loop_start
+    before = source[:source.index(fence)]
+    assert before.rindex("st.shared") > before.rfind("__syncthreads()"), "right after q's stores"
+    # a tile written inside the loop (not pipelined: one stage) is fenced in every trip,
+    # after its stores and before the barrier ahead of its dot
+    consts = matmul_constexprs(128, 128, 64, loop_stages=1)
+    module = ir_module(matmul_kernel, MATMUL_SIG, consts, 90, num_warps=4)
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 4})
+    body = source[source.index("for (int iv"):]
+    body = body[:body.index("wgmma.mma_async")]
+    assert body.count(fence) == 2  # a and b
+    last_store = body.rindex("st.shared")
+    assert last_store < body.rindex(fence) < body.rindex("__syncthreads()")
+
+
 @pytest.mark.parametrize("b_contiguous", [0, 1])
 def test_fp8_tiles_are_k_major_and_pipelined(b_contiguous):
     """fp8 wgmma has no transposed operands: both tiles are K-major whatever the

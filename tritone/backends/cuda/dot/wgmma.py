@@ -29,9 +29,12 @@ before, and a `dot_wait` after the loop waits for the last one.
 The tiles were written by `cp.async`, TMA or ordinary stores. The tensor cores
 read them through the async proxy: tiles written by ordinary stores get
 `fence.proxy.async.shared::cta` in every thread before the barrier that
-precedes the dot; `cp.async` stages, as in Triton (whose fence insertion fences
-only tiles written from registers), only the pipeline's `cp.async.wait_group`
-and barrier; TMA stages their mbarrier wait.
+precedes the dot, a `local_alloc`'s right after its stores (as Triton fences a
+tile written from registers: once, where it is written, so a loop's dots
+reading a tile written before the loop fence nothing); `cp.async` stages, as
+in Triton (whose fence insertion fences only tiles written from registers),
+only the pipeline's `cp.async.wait_group` and barrier; TMA stages their
+mbarrier wait. An `a` operand in registers needs no fence.
 """
 
 from __future__ import annotations
@@ -209,9 +212,12 @@ class _Lowering:
         em.memo["arch_suffix"] = "a"
         # ordinary writes of the tiles, before the tensor cores read them: a proxy fence and
         # (where the accesses since the last barrier call for one) a barrier. TMA stages need
-        # neither; cp.async stages were made everyone's by the pipeline's wait and barrier.
+        # neither; cp.async stages were made everyone's by the pipeline's wait and barrier; a
+        # tile its `local_alloc` wrote was fenced there, once, not at every dot reading it (a
+        # loop's dots reading a tile written before the loop); an `a` from registers is no
+        # tile at all.
         writers = [(operand, stage_writer(em, operand.value)) for operand in ops if operand is not None]
-        if a_registers is not None or any(writer is None for _, writer in writers):
+        if any(writer is None for _, writer in writers):
             em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         for operand, writer in writers:
             if writer != "tma_copy":
@@ -334,10 +340,16 @@ def stage_writer(em, tile) -> str | None:
     """The one kind of op that writes the pipeline stages shared tile `tile` is one
     of (pipeline.py): "tma_copy" (the async proxy, its writes complete and visible
     once the reader's mbarrier wait returned) or "async_copy" (cp.async, made
-    everyone's by the pipeline's `async_wait`); None for any other tile."""
+    everyone's by the pipeline's `async_wait`); "local_alloc" for a tile a
+    `local_alloc` wrote from registers (which fences its writes for the async
+    proxy itself on sm_90+, `codegen_dot.emit_local_alloc`); None for any other
+    tile."""
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
+    if op is not None and op.name == "local_alloc" and em.target >= 90 \
+            and isinstance(op.results[0].type.layout, NvmmaSharedLayout):
+        return "local_alloc"
     if op is None or op.name != "local_buffer":
         return None
     buffer = op.results[0]
