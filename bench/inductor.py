@@ -5,12 +5,15 @@ workloads, each compiled and run in a fresh process per side on the same GPU.
                              [--timeout S] [--budget S] [--repeat N] [--check]
 
 The process started from the command line only orchestrates (it reads the workload list,
-which imports torch, but never touches the GPU): for
-each workload it starts a worker with upstream Triton answering `import triton`
-(`TRITONE_AS_TRITON=0`), waits for it, then one with tritone answering
-(`TRITONE_AS_TRITON=1`); never two at once, so timings do not share the GPU. Each worker
-gets empty `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` folders, so its first call
-compiles cold. In each worker, per case (workload x dtype):
+which imports torch, but never touches the GPU): for each workload it starts a worker with
+upstream Triton answering `import triton` (`TRITONE_AS_TRITON=0`) and one with tritone
+answering (`TRITONE_AS_TRITON=1`). On the GPU the two are alive at once and take turns
+(`run_pair`): one runs while the other waits, blocked on its stdin, and the turn passes after
+every timing window, so timings never share the GPU or the host, and a slow spell of the
+host falls on both sides' windows alike rather than on one side's whole worker.
+`--sequential` runs one side's worker to its end, then the other's. Each worker gets empty
+`TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` folders, so its first call compiles cold.
+In each worker, per case (workload x dtype):
 
 - the outputs (and gradients, for workloads with a backward) of the compiled callable are
   compared with eager's: both are measured against a float64 eager reference, and the
@@ -40,12 +43,12 @@ compiles cold. In each worker, per case (workload x dtype):
   launcher loading a cubin from tritone's cache), tritone's compilation listener counted
   the in-process compilations, and every cache entry is in tritone's layout.
 
-With `--repeat N` every group of cases runs in N workers per side, the sides taking turns
-(upstream first in odd rounds, tritone first in even ones), and each time in the table is
-the median over a side's workers (`merge_rounds`). With CUDA graphs off, a small case's
-step is the host's launching, torch's Python on both sides, and its speed differs between
-processes by up to a third: one worker per side cannot tell a slower tritone from a slower
-process.
+With `--repeat N` every group of cases runs in N workers per side, the sides starting in
+turn (upstream first in odd rounds, tritone first in even ones), and each time in the table
+is the median over a side's workers (`merge_rounds`). With CUDA graphs off, a small case's
+step is the host's launching, torch's Python on both sides, and one worker after the other
+on a busy host differed by up to a third: the paired workers' turns are there so that such a
+spell slows both sides.
 
 The table prints, per case, tritone's time over upstream's with graphs off and on (below
 1: tritone is faster), the cold compile ratio, the kernel counts and whether both matched
@@ -63,12 +66,14 @@ import csv
 import json
 import math
 import os
+import queue
 import shutil
 import site
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -78,6 +83,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SIDES = ("triton", "tritone")
 DTYPE_NAMES = ("fp32", "bf16")
 RESULT_PREFIX = "INDUCTOR_RESULT "
+# A paired worker's line ending its turn (`Turns`, `run_pair`).
+TURN_MARK = "INDUCTOR_TURN_DONE"
 TABLE_WIDTH = 112
 # Relative error (||out - ref|| / ||ref||, against float64 eager) a compiled result may have.
 TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2}
@@ -347,8 +354,9 @@ def _compile(fn: Any, options: dict[str, Any]) -> Any:
 
 
 def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, quick: bool,
-             counter: CompilationCounter | None, cache_dir: Path | None) -> CaseResult:
-    """Compile, check and time one case in this process (see the module docstring)."""
+             counter: CompilationCounter | None, cache_dir: Path | None, turns: Turns) -> CaseResult:
+    """Compile, check and time one case in this process (see the module docstring); a
+    paired worker's turn ends after each timing window."""
     import torch
     import torch._dynamo
     from torch._inductor import metrics
@@ -401,7 +409,7 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
         plan = TimingPlan(rep_ms=0.0, min_reps=1)  # the check validates; it measures nothing
     timer = Timer(device, plan)
     windows = STEADY_WINDOWS if device == "cuda" else 1
-    timing = best_window(lambda: timer.measure(lambda i: step()), windows)
+    timing = best_window(lambda: timer.measure(lambda i: step()), windows, turns.pass_on)
     result.steady_ms, result.steady_p20_ms, result.steady_p80_ms = timing.median, timing.p20, timing.p80
 
     if device == "cuda":
@@ -410,7 +418,8 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
             graph_step = _make_step(graphed, inputs, workload.backward, grads, graphs=True)
             graph_values = tuple(value.detach().clone() for value in graph_step())
             result.graphs_match = _rel_err(graph_values, reference) <= bound
-            result.graphs_ms = best_window(lambda: timer.measure(lambda i: graph_step()), windows).median
+            result.graphs_ms = best_window(lambda: timer.measure(lambda i: graph_step()), windows,
+                                           turns.pass_on).median
         except Exception as error:
             result.graphs_error = _one_line(error)
     if cache_dir:
@@ -420,10 +429,33 @@ def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, qui
     return result
 
 
-def best_window(measure: Any, windows: int) -> Any:
+def best_window(measure: Any, windows: int, after_each: Any = None) -> Any:
     """The `Timing` with the lowest median of `windows` calls of `measure`: the time a
-    step takes when nothing outside it slows it, as timeit's best of several runs."""
-    return min((measure() for _ in range(max(1, windows))), key=lambda timing: timing.median)
+    step takes when nothing outside it slows it, as timeit's best of several runs.
+    `after_each` (when given) is called after every window: a paired worker's turn ends there."""
+    timings = []
+    for _ in range(max(1, windows)):
+        timings.append(measure())
+        if after_each is not None:
+            after_each()
+    return min(timings, key=lambda timing: timing.median)
+
+
+class Turns:
+    """A paired worker's share of the machine (`run_pair`): it runs only between a "go" line
+    on its stdin and its next `TURN_MARK` line on stdout, while its partner waits in `wait`."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def wait(self) -> None:
+        if self.enabled and not sys.stdin.readline():
+            sys.exit(0)  # the orchestrator is gone
+
+    def pass_on(self) -> None:
+        if self.enabled:
+            print(TURN_MARK, flush=True)
+            self.wait()
 
 
 def _one_line(error: BaseException) -> str:
@@ -472,6 +504,8 @@ def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
 def worker_main(spec: dict[str, Any]) -> int:
     """Run `spec`'s cases on one side and print one result line per case."""
     device, scale, side, quick = spec["device"], spec["scale"], spec["side"], spec["quick"]
+    turns = Turns(spec.get("paired", False))
+    turns.wait()  # a paired worker starts (imports torch, compiles) in its first turn
     cache_dir = Path(os.environ["TRITON_CACHE_DIR"]) if device == "cuda" else None
     import torch
     import torch._inductor.config as inductor_config
@@ -490,7 +524,7 @@ def worker_main(spec: dict[str, Any]) -> int:
     gpu_compiled: set[str] = set()  # kernels already compiled with NVRTC (by an earlier case)
     for name, dtype_name in spec["cases"]:
         try:
-            result = run_case(name, dtype_name, device, scale, side, quick, counter, cache_dir)
+            result = run_case(name, dtype_name, device, scale, side, quick, counter, cache_dir, turns)
             result.proof, details = _proof(side, cache_dir)
             result.notes += details
             if spec.get("nvrtc"):
@@ -560,16 +594,28 @@ def worker_env(side: str, root: Path, device: str, compile_threads: int = 1) -> 
     return env
 
 
+def _worker_command(side: str, cases: list[tuple[str, str]], args: argparse.Namespace,
+                    paired: bool = False) -> list[str]:
+    device = "cpu" if args.check else "cuda"
+    spec = {"side": side, "cases": cases, "device": device, "scale": "tiny" if args.check else "full",
+            "quick": args.quick, "traceback": args.traceback, "nvrtc": args.nvrtc if args.check else [],
+            "paired": paired}
+    return [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
+
+
+def _parse_results(output: str) -> list[CaseResult]:
+    return [CaseResult(**json.loads(line[len(RESULT_PREFIX):]))
+            for line in output.splitlines() if line.startswith(RESULT_PREFIX)]
+
+
 def run_worker(side: str, cases: list[tuple[str, str]], args: argparse.Namespace, timeout: float,
                ) -> tuple[list[CaseResult], str]:
     """Run one worker to completion (or `timeout`); its results and, when it failed, why."""
     device = "cpu" if args.check else "cuda"
-    spec = {"side": side, "cases": cases, "device": device, "scale": "tiny" if args.check else "full",
-            "quick": args.quick, "traceback": args.traceback, "nvrtc": args.nvrtc if args.check else []}
     root = Path(tempfile.mkdtemp(prefix=f"inductor-{side}-"))
     try:
         env = worker_env(side, root, device, args.compile_threads)
-        command = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
+        command = _worker_command(side, cases, args)
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
                                   cwd=str(root))
@@ -581,9 +627,99 @@ def run_worker(side: str, cases: list[tuple[str, str]], args: argparse.Namespace
             failure = f"timed out after {timeout:.0f} s"
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    results = [CaseResult(**json.loads(line[len(RESULT_PREFIX):]))
-               for line in output.splitlines() if line.startswith(RESULT_PREFIX)]
-    return results, failure
+    return _parse_results(output), failure
+
+
+def run_pair(order: tuple[str, ...], cases: list[tuple[str, str]], args: argparse.Namespace, timeout: float,
+             ) -> dict[str, tuple[list[CaseResult], str]]:
+    """Both sides' workers for `cases` alive at once, taking turns (`Turns`): `order[0]`
+    starts; each runs until it ends its turn (after a timing window) or exits, then the other
+    runs, so the two are never on the machine together, and a slow spell of the host (the
+    time of day of a four-GPU host, say) falls on both sides' windows alike instead of on one
+    side's whole worker. Each side's results and, when its worker failed, why; a worker still
+    running after `timeout` seconds in all is killed."""
+    device = "cpu" if args.check else "cuda"
+    deadline = time.monotonic() + timeout
+    roots = {side: Path(tempfile.mkdtemp(prefix=f"inductor-{side}-")) for side in order}
+    procs: dict[str, subprocess.Popen] = {}
+    lines: dict[str, queue.Queue] = {side: queue.Queue() for side in order}
+    output: dict[str, list[str]] = {side: [] for side in order}
+    failures = dict.fromkeys(order, "")
+    try:
+        for side in order:
+            env = worker_env(side, roots[side], device, args.compile_threads)
+            with open(roots[side] / "stderr.txt", "w", encoding="utf-8") as errors:
+                procs[side] = subprocess.Popen(_worker_command(side, cases, args, paired=True), env=env,
+                                               cwd=str(roots[side]), stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, stderr=errors, text=True)
+            reader = threading.Thread(target=_read_lines, args=(procs[side].stdout, lines[side]), daemon=True)
+            reader.start()
+        alive = list(order)
+        active = order[0]
+        _go(procs[active])
+        while alive:
+            try:
+                line = lines[active].get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                for side in alive:
+                    procs[side].kill()
+                    failures[side] = f"timed out after {timeout:.0f} s"
+                break
+            if line is not None and line.strip() != TURN_MARK:
+                output[active].append(line)
+                continue
+            if line is None:  # the worker exited
+                code = procs[active].wait()
+                if code != 0:
+                    failures[active] = f"worker exit status {code}"
+                alive.remove(active)
+                if not alive:
+                    break
+            others = [side for side in alive if side != active]
+            active = others[0] if others else active
+            _go(procs[active])
+    finally:
+        for side, proc in procs.items():
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            errors = (roots[side] / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+            if args.traceback or failures[side]:
+                sys.stderr.write(errors[-6000:])
+        for root in roots.values():
+            shutil.rmtree(root, ignore_errors=True)
+    return {side: (_parse_results("".join(output[side])), failures[side]) for side in order}
+
+
+def _read_lines(stream: Any, into: queue.Queue) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def _go(proc: subprocess.Popen) -> None:
+    """Start `proc`'s turn (a worker that has exited meanwhile shows as its end of output)."""
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def run_round(order: tuple[str, ...], cases: list[tuple[str, str]], args: argparse.Namespace, deadline: float,
+              ) -> dict[str, tuple[list[CaseResult], str]]:
+    """One worker per side for `cases`: paired (`run_pair`) on the GPU, one after the
+    other in `order` with `--sequential` or one side; each side's results and failure.
+    A worker may take `--timeout` seconds (a pair, twice that), none past `deadline`
+    (`time.monotonic()`'s)."""
+    if len(order) > 1 and not args.sequential and not args.check:
+        return run_pair(order, cases, args, min(len(order) * args.timeout, deadline - time.monotonic()))
+    done = {}
+    for side in order:
+        left = deadline - time.monotonic()
+        done[side] = run_worker(side, cases, args, min(args.timeout, left)) if left > 5 else \
+            ([], "not run: --budget spent")
+    return done
 
 
 def geomean(values: list[float]) -> float | None:
@@ -718,6 +854,10 @@ def _device_title(check: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        # before anything imports torch: a paired worker waits for its turn first
+        return worker_main(json.loads(argv[1]))
     from bench.inductor_workloads import WORKLOADS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -739,13 +879,13 @@ def main(argv: list[str] | None = None) -> int:
                              "kernel compiles in the worker itself, one after another; 0: torch's choice, "
                              "a pool of processes once it is ready)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="N workers per side for every group of cases, the sides taking turns; the table "
-                             "shows each time's median over them")
+                        help="N workers per side for every group of cases, the sides starting in turn; the "
+                             "table shows each time's median over them")
+    parser.add_argument("--sequential", action="store_true",
+                        help="one side's worker after the other's instead of both alive, taking turns window "
+                             "by window")
     parser.add_argument("--traceback", action="store_true", help="print workers' tracebacks")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        return worker_main(json.loads(args.worker))
 
     if args.repeat < 1:
         parser.error("--repeat must be 1 or more")
@@ -771,24 +911,24 @@ def main(argv: list[str] | None = None) -> int:
     for cases in groups:
         rounds: dict[tuple[str, str, str], list[CaseResult]] = {}
         for round_index in range(args.repeat):
-            for side in (sides if round_index % 2 == 0 else sides[::-1]):
-                left = args.budget - (time.monotonic() - started)
-                if left <= 5:
-                    if round_index == 0:
-                        results += [CaseResult(name, dtype, side, error="not run: --budget spent")
-                                    for name, dtype in cases]
-                    continue
-                print(f"{side}: {', '.join(f'{name} {dtype}' for name, dtype in cases)}", flush=True)
-                got, failure = run_worker(side, cases, args, min(args.timeout, left))
+            order = sides if round_index % 2 == 0 else sides[::-1]
+            left = args.budget - (time.monotonic() - started)
+            if left <= 5:
+                if round_index == 0:
+                    results += [CaseResult(name, dtype, side, error="not run: --budget spent")
+                                for side in order for name, dtype in cases]
+                continue
+            print(f"{' then '.join(order)}: {', '.join(f'{name} {dtype}' for name, dtype in cases)}", flush=True)
+            for side, (got, failure) in run_round(order, cases, args, started + args.budget).items():
                 seen = {(result.workload, result.dtype) for result in got}
                 for name, dtype in cases:
                     if (name, dtype) not in seen:
-                        harness_failed = True
+                        harness_failed = harness_failed or not failure.startswith("not run")
                         got.append(CaseResult(name, dtype, side, error=failure or "worker wrote no result"))
                 for result in got:
                     summary = result.error or (f"match={result.match} steady={_fmt(result.steady_ms, 3)} ms "
                                                f"cold={_fmt(result.cold_s, 1)} s")
-                    print(f"    {result.workload} {result.dtype}: {summary}", flush=True)
+                    print(f"    {side} {result.workload} {result.dtype}: {summary}", flush=True)
                     rounds.setdefault((result.workload, result.dtype, result.side), []).append(result)
         results += [merge_rounds(got) for got in rounds.values()]
 

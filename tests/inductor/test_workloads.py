@@ -16,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,7 @@ def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None
 
     monkeypatch.setattr(inductor, "run_worker", fake_worker)
     monkeypatch.setattr(inductor, "_device_title", lambda check: "a GPU")
-    assert inductor.main(["--only", "softmax", "cumsum"]) == 1  # the crashed worker is the harness's failure
+    assert inductor.main(["--only", "softmax", "cumsum", "--sequential"]) == 1  # the crashed worker: a harness failure
     # Full mode: one case per worker, upstream first, never two at once (sequential calls).
     assert calls == [(side, ((name, dtype),)) for name in ("softmax", "cumsum") for dtype in ("fp32", "bf16")
                      for side in ("triton", "tritone")]
@@ -212,11 +213,11 @@ def test_orchestration_sides_in_order_one_at_a_time(monkeypatch, capsys) -> None
     assert next(line for line in table.splitlines() if line.startswith("softmax")).split()[3] == "0.50"
 
     calls.clear()
-    assert inductor.main(["--quick", "--only", "softmax"]) == 0
+    assert inductor.main(["--quick", "--only", "softmax", "--sequential"]) == 0
     assert calls == [(side, (("softmax", "fp32"), ("softmax", "bf16"))) for side in ("triton", "tritone")]
 
     calls.clear()
-    assert inductor.main(["--only", "softmax", "--budget", "0"]) == 0
+    assert inductor.main(["--only", "softmax", "--budget", "0", "--sequential"]) == 0
     assert calls == [] and capsys.readouterr().out.count("not run: --budget spent") == 4
 
 
@@ -271,12 +272,84 @@ def test_repeat_alternates_the_sides_and_tables_the_medians(monkeypatch, capsys)
 
     monkeypatch.setattr(inductor, "run_worker", fake_worker)
     monkeypatch.setattr(inductor, "_device_title", lambda check: "a GPU")
-    assert inductor.main(["--only", "softmax", "--dtypes", "fp32", "--repeat", "3"]) == 0
+    assert inductor.main(["--only", "softmax", "--dtypes", "fp32", "--repeat", "3", "--sequential"]) == 0
     assert calls == ["triton", "tritone", "tritone", "triton", "triton", "tritone"]
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("softmax"))
     assert row.split()[2:4] == ["2.000", "0.60"]  # medians 2.0 and 1.2: one slow tritone worker does not count
     with pytest.raises(SystemExit):
         inductor.main(["--repeat", "0"])
+
+
+# A stand-in worker for run_pair: it waits for its first turn, works TURNS turns of 50 ms
+# (ending each with the turn mark), and reports when each turn ran; the worker for the side
+# named in DIES exits with status 3 in its second turn.
+_FAKE_WORKER = """
+import json, sys, time
+from bench.inductor import RESULT_PREFIX, TURN_MARK
+side, turns, dies = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def wait():
+    if not sys.stdin.readline():
+        sys.exit(0)
+wait()
+spans = []
+for turn in range(turns):
+    start = time.monotonic()
+    time.sleep(0.05)
+    spans.append((start, time.monotonic()))
+    if side == dies and turn == 1:
+        sys.exit(3)
+    print(TURN_MARK, flush=True)
+    wait()
+print(RESULT_PREFIX + json.dumps({"workload": "softmax", "dtype": "fp32", "side": side,
+                                  "notes": [json.dumps(spans)]}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("dies", ["", "triton"])
+def test_paired_workers_take_turns_and_never_run_at_once(dies: str, tmp_path: Path, monkeypatch) -> None:
+    import argparse
+    import json
+
+    import bench.inductor as inductor
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(_FAKE_WORKER, encoding="utf-8")
+    turns = 4
+    monkeypatch.setattr(inductor, "_worker_command",
+                        lambda side, cases, args, paired=False: [sys.executable, str(script), side, str(turns), dies])
+    args = argparse.Namespace(check=False, compile_threads=1, traceback=False, sequential=False, timeout=60.0)
+    done = inductor.run_round(("tritone", "triton"), [("softmax", "fp32")], args, time.monotonic() + 120)
+    assert set(done) == {"tritone", "triton"}
+    results, failure = done["tritone"]
+    assert failure == "" and len(results) == 1
+    spans = [("tritone", tuple(span)) for span in json.loads(results[0].notes[0])]
+    if dies:
+        # the upstream worker died in its second turn: tritone's went on alone to its end
+        assert done["triton"] == ([], "worker exit status 3")
+        assert len(spans) == turns
+    else:
+        assert done["triton"][1] == ""
+        spans += [("triton", tuple(span)) for span in json.loads(done["triton"][0][0].notes[0])]
+        spans.sort(key=lambda item: item[1])
+        # tritone first (the order given), then turn about, one window each, never overlapping
+        assert [side for side, _ in spans] == ["tritone", "triton"] * turns
+        assert all(earlier[1][1] <= later[1][0] for earlier, later in zip(spans, spans[1:]))
+
+
+def test_a_paired_worker_past_its_time_is_stopped(tmp_path: Path, monkeypatch) -> None:
+    import argparse
+
+    import bench.inductor as inductor
+
+    script = tmp_path / "stuck_worker.py"
+    script.write_text("import sys, time\nsys.stdin.readline()\ntime.sleep(60)\n", encoding="utf-8")
+    monkeypatch.setattr(inductor, "_worker_command",
+                        lambda side, cases, args, paired=False: [sys.executable, str(script)])
+    args = argparse.Namespace(check=False, compile_threads=1, traceback=False, sequential=False, timeout=1.0)
+    started = time.monotonic()
+    done = inductor.run_round(("triton", "tritone"), [("softmax", "fp32")], args, time.monotonic() + 120)
+    assert time.monotonic() - started < 30
+    assert done == {side: ([], "timed out after 2 s") for side in ("triton", "tritone")}
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
