@@ -354,9 +354,11 @@ def _compile(fn: Any, options: dict[str, Any]) -> Any:
 
 
 def run_case(name: str, dtype_name: str, device: str, scale: str, side: str, quick: bool,
-             counter: CompilationCounter | None, cache_dir: Path | None, turns: Turns) -> CaseResult:
+             counter: CompilationCounter | None, cache_dir: Path | None, turns: Turns | None = None,
+             ) -> CaseResult:
     """Compile, check and time one case in this process (see the module docstring); a
-    paired worker's turn ends after each timing window."""
+    paired worker's turn (`turns`) ends after each timing window."""
+    turns = turns or Turns(False)
     import torch
     import torch._dynamo
     from torch._inductor import metrics
