@@ -284,6 +284,22 @@ def _kernel_modules() -> tuple[int, list[str]]:
     return count, sorted(modules)
 
 
+def launched_configs(autotuners: list[Any]) -> list[str]:
+    """Per launcher of `autotuners` (after autotuning, the config each kernel runs): the
+    kernel's name, the config, and the registers and spills its binary reports. A looped
+    reduction over 32 registers makes Inductor compile one more config, its R0_BLOCK halved
+    (`CachingAutotuner._dynamic_scale_rblock`), so these say why a side compiled more."""
+    rows = []
+    for autotuner in autotuners:
+        name = getattr(autotuner.fn, "__name__", type(autotuner.fn).__name__)
+        for launcher in autotuner.launchers:
+            config = getattr(launcher, "config", None)
+            kwargs = ",".join(f"{key}={value}" for key, value in sorted(getattr(config, "kwargs", {}).items()))
+            rows.append(f"{name}[{kwargs} w{getattr(config, 'num_warps', '?')} s{getattr(config, 'num_stages', '?')}]"
+                        f" regs {getattr(launcher, 'n_regs', None)} spills {getattr(launcher, 'n_spills', None)}")
+    return rows
+
+
 def launched_kernels() -> dict[str, Any]:
     """The Triton `CompiledKernel`s that every autotuner alive keeps (after autotuning, the
     configs it launches), by hash."""
@@ -524,11 +540,15 @@ def worker_main(spec: dict[str, Any]) -> int:
     if not counter.install():
         counter = None
     gpu_compiled: set[str] = set()  # kernels already compiled with NVRTC (by an earlier case)
+    seen: dict[int, Any] = {}  # the autotuners of earlier cases (held, so their ids stay theirs)
     for name, dtype_name in spec["cases"]:
         try:
             result = run_case(name, dtype_name, device, scale, side, quick, counter, cache_dir, turns)
             result.proof, details = _proof(side, cache_dir)
             result.notes += details
+            new = [autotuner for autotuner in _autotuners() if id(autotuner) not in seen]
+            seen.update((id(autotuner), autotuner) for autotuner in new)
+            result.notes.append("launched: " + "; ".join(launched_configs(new)))
             if spec.get("nvrtc"):
                 kernels = {key: kernel for key, kernel in launched_kernels().items() if key not in gpu_compiled}
                 gpu_compiled.update(kernels)

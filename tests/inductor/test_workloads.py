@@ -75,6 +75,8 @@ def test_workload_compiles_runs_and_matches_eager(name: str, tmp_path_factory: p
         assert int(row["inductor_kernels"]) >= 1 and int(row["compilations"]) >= 1, row
         assert row["proof"] == "", row["proof"]
         assert "tritone.compiler.compiler" in row["notes"], row["notes"]
+        # the config each of the case's kernels runs, named
+        assert "launched: triton_" in row["notes"], row["notes"]
         # Each kept kernel compiled once per GPU target (kernels an earlier case compiled are not repeated).
         assert row["nvrtc_failures"] in ("", "[]"), row["nvrtc_failures"]
         assert int(row["nvrtc"]) % len(GPU_ARCHS) == 0
@@ -240,6 +242,25 @@ def test_repeated_workers_give_median_times_and_every_workers_verdict() -> None:
     assert merge_rounds(failed) is failed[0]
     single = CaseResult("softmax", "bf16", "tritone", match=True, steady_ms=1.0)
     assert merge_rounds([single]).notes == []
+
+
+def test_launched_configs_name_each_kernels_config_and_registers() -> None:
+    from types import SimpleNamespace
+
+    from bench.inductor import launched_configs
+
+    def launcher(regs, **kwargs):
+        return SimpleNamespace(config=SimpleNamespace(kwargs=kwargs, num_warps=8, num_stages=1), n_regs=regs,
+                               n_spills=0)
+
+    tuners = [SimpleNamespace(fn=SimpleNamespace(__name__="triton_red_fused_0"),
+                              launchers=[launcher(40, XBLOCK=1, R0_BLOCK=2048)]),
+              SimpleNamespace(fn=SimpleNamespace(__name__="triton_poi_fused_1"),
+                              launchers=[launcher(None, XBLOCK=1024), launcher(18, XBLOCK=512)])]
+    assert launched_configs(tuners) == [
+        "triton_red_fused_0[R0_BLOCK=2048,XBLOCK=1 w8 s1] regs 40 spills 0",
+        "triton_poi_fused_1[XBLOCK=1024 w8 s1] regs None spills 0",
+        "triton_poi_fused_1[XBLOCK=512 w8 s1] regs 18 spills 0"]
 
 
 def test_the_best_window_is_the_one_with_the_lowest_median() -> None:
