@@ -4,7 +4,7 @@ each does differently: instructions, registers, spills, and the count of each
 memory, barrier and shuffle instruction (`STG.E.128` vs `STG.E.U16` is a
 vectorized store against eight narrow ones).
 
-    python tools/compare_sass.py MODULE.py [MODULE.py ...] [--arch 90]
+    python tools/compare_sass.py MODULE.py [MODULE.py ...] [--arch 90] [--dump DIR]
 
 Each MODULE.py is an output module Inductor wrote (the file holding
 `async_compile.triton('name', '''...''')` calls): run a workload under
@@ -18,7 +18,9 @@ Each kernel is compiled with the constexprs a typical config gives it
 program) and the divisibility attributes Inductor recorded. Both
 implementations run in their own process (tritone as the `triton` module,
 through TRITONE_AS_TRITON=1); the SASS comes from the `cuobjdump` shipped in
-upstream Triton's wheel (or on PATH).
+upstream Triton's wheel (or on PATH). With `--dump DIR` each side's PTX, cubin and
+SASS of every kernel (and tritone's CUDA) are written to DIR as
+`SIDE_KERNEL_DIGEST.{ptx,cubin,sass,cu}`, to read what the two make differently.
 """
 
 from __future__ import annotations
@@ -109,10 +111,14 @@ def _constexprs(signature: dict, kind: str, hints: dict) -> tuple[dict, int]:
     return values, 4 if kind == "pointwise" else 8
 
 
-def _sass_facts(cuobjdump: str, cubin: bytes, scratch: str) -> dict:
+def _sass_facts(cuobjdump: str, cubin: bytes, scratch: str, dump: str | None = None) -> dict:
+    """Counts of the SASS of `cubin`; with `dump` (a path without suffix), the SASS also
+    written to `dump`.sass."""
     path = os.path.join(scratch, "kernel.cubin")
     Path(path).write_bytes(cubin)
     sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+    if dump:
+        Path(dump + ".sass").write_text(sass, encoding="utf-8")
     instructions = [line.split("*/", 1)[1].strip().rstrip(" ;") for line in sass.splitlines()
                     if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line)]
     opcodes = collections.Counter((i.split(" ", 1)[1] if i.startswith("@") else i).split()[0].rstrip(";")
@@ -123,8 +129,9 @@ def _sass_facts(cuobjdump: str, cubin: bytes, scratch: str) -> dict:
             "stack": int(stack), "memory": {op: n for op, n in opcodes.items() if op.startswith(_MEMORY)}}
 
 
-def worker(modules: list[str], arch: int, cuobjdump: str) -> None:
-    """In one implementation's process: compile every kernel, print one JSON line each."""
+def worker(modules: list[str], arch: int, cuobjdump: str, dump: str | None = None) -> None:
+    """In one implementation's process: compile every kernel, print one JSON line each;
+    with `dump`, write its PTX, cubin, SASS (and CUDA) there."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -146,13 +153,22 @@ def worker(modules: list[str], arch: int, cuobjdump: str) -> None:
                 try:
                     kernel = triton.compile(ASTSource(getattr(module, name), signature, constexprs, attrs),
                                             target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
-                    row.update(_sass_facts(cuobjdump, kernel.asm["cubin"], scratch))
+                    base = None
+                    if dump:
+                        side = "tritone" if triton.__name__ == "tritone" else "upstream"
+                        base = os.path.join(dump, f"{side}_{name}_{digest}")
+                        Path(base + ".ptx").write_text(kernel.asm["ptx"], encoding="utf-8")
+                        Path(base + ".cubin").write_bytes(kernel.asm["cubin"])
+                        if "cuda" in kernel.asm:
+                            Path(base + ".cu").write_text(kernel.asm["cuda"], encoding="utf-8")
+                    row.update(_sass_facts(cuobjdump, kernel.asm["cubin"], scratch, base))
                 except Exception as exc:  # reported in the table, the other kernels still compared
                     row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
                 print(json.dumps(row), flush=True)
 
 
-def _run_worker(impl: str, modules: list[str], arch: int, cuobjdump: str) -> dict[str, dict]:
+def _run_worker(impl: str, modules: list[str], arch: int, cuobjdump: str, dump: str | None = None,
+                ) -> dict[str, dict]:
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     if impl == "tritone":
@@ -160,8 +176,10 @@ def _run_worker(impl: str, modules: list[str], arch: int, cuobjdump: str) -> dic
         env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     else:
         env.pop("TRITONE_AS_TRITON", None)
-    done = subprocess.run([sys.executable, __file__, "--worker", cuobjdump, "--arch", str(arch), *modules], env=env,
-                          capture_output=True, text=True)
+    command = [sys.executable, __file__, "--worker", cuobjdump, "--arch", str(arch), *modules]
+    if dump:
+        command += ["--dump", dump]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{impl} worker failed:\n{done.stderr[-3000:]}")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -172,15 +190,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="+", help="Inductor output modules")
     parser.add_argument("--arch", type=int, default=90, help="compute capability (default 90)")
+    parser.add_argument("--dump", metavar="DIR", help="write each side's PTX, cubin, SASS (and CUDA) of every "
+                                                      "kernel to DIR")
     parser.add_argument("--worker", metavar="CUOBJDUMP", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    dump = os.path.abspath(args.dump) if args.dump else None
     if args.worker:
-        worker(args.modules, args.arch, args.worker)
+        worker(args.modules, args.arch, args.worker, dump)
         return 0
+    if dump:
+        os.makedirs(dump, exist_ok=True)
     # found here: in tritone's worker `triton` is tritone, whose package has no cuobjdump
     cuobjdump = _cuobjdump()
-    upstream = _run_worker("triton", args.modules, args.arch, cuobjdump)
-    tritone = _run_worker("tritone", args.modules, args.arch, cuobjdump)
+    upstream = _run_worker("triton", args.modules, args.arch, cuobjdump, dump)
+    tritone = _run_worker("tritone", args.modules, args.arch, cuobjdump, dump)
     print(f"sm_{args.arch}: upstream Triton / tritone")
     print(f"{'kernel':48} {'instr':>11} {'regs':>7} {'stack':>7}  memory ops that differ")
     for digest, up in upstream.items():
