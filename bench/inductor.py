@@ -271,13 +271,13 @@ def _autotuners() -> list[Any]:
     return [obj for obj in gc.get_objects() if issubclass(type(obj), CachingAutotuner)]
 
 
-def _kernel_modules() -> tuple[int, list[str]]:
-    """(compiled kernels Inductor holds, the modules of their classes) over every autotuner
-    alive: Triton's `CompiledKernel` (tritone's or upstream's), or torch's static launcher
-    (a cubin loaded by torch from the Triton cache)."""
+def _kernel_modules(autotuners: list[Any]) -> tuple[int, list[str]]:
+    """(compiled kernels Inductor holds, the modules of their classes) over `autotuners`
+    (every one alive): Triton's `CompiledKernel` (tritone's or upstream's), or torch's
+    static launcher (a cubin loaded by torch from the Triton cache)."""
     count = 0
     modules: set[str] = set()
-    for autotuner in _autotuners():
+    for autotuner in autotuners:
         for result in autotuner.compile_results:
             count += 1
             modules.add(type(result.kernel).__module__)
@@ -300,11 +300,11 @@ def launched_configs(autotuners: list[Any]) -> list[str]:
     return rows
 
 
-def launched_kernels() -> dict[str, Any]:
-    """The Triton `CompiledKernel`s that every autotuner alive keeps (after autotuning, the
-    configs it launches), by hash."""
+def launched_kernels(autotuners: list[Any] | None = None) -> dict[str, Any]:
+    """The Triton `CompiledKernel`s that `autotuners` (default: every one alive) keep (after
+    autotuning, the configs they launch), by hash."""
     found: dict[str, Any] = {}
-    for autotuner in _autotuners():
+    for autotuner in _autotuners() if autotuners is None else autotuners:
         for result in autotuner.compile_results:
             if hasattr(result.kernel, "src"):
                 found.setdefault(result.kernel.hash, result.kernel)
@@ -492,11 +492,12 @@ def cache_folders(cache_dir: Path) -> tuple[int, list[str]]:
     return len(ours), others
 
 
-def _proof(side: str, cache_dir: Path | None) -> tuple[str, list[str]]:
-    """('' or why the tritone side is not proven to have used only tritone, details)."""
+def _proof(side: str, cache_dir: Path | None, autotuners: list[Any]) -> tuple[str, list[str]]:
+    """('' or why the tritone side is not proven to have used only tritone, details), from
+    `autotuners` (every one alive)."""
     import triton
 
-    count, modules = _kernel_modules()
+    count, modules = _kernel_modules(autotuners)
     details = [f"kernels Inductor holds in this process: {count} ({', '.join(modules) or 'none'})"]
     problems = []
     is_tritone = getattr(triton, "__name__", "") == "tritone"
@@ -544,13 +545,15 @@ def worker_main(spec: dict[str, Any]) -> int:
     for name, dtype_name in spec["cases"]:
         try:
             result = run_case(name, dtype_name, device, scale, side, quick, counter, cache_dir, turns)
-            result.proof, details = _proof(side, cache_dir)
+            autotuners = _autotuners()  # one scan of the heap for all that follows
+            result.proof, details = _proof(side, cache_dir, autotuners)
             result.notes += details
-            new = [autotuner for autotuner in _autotuners() if id(autotuner) not in seen]
+            new = [autotuner for autotuner in autotuners if id(autotuner) not in seen]
             seen.update((id(autotuner), autotuner) for autotuner in new)
             result.notes.append("launched: " + "; ".join(launched_configs(new)))
             if spec.get("nvrtc"):
-                kernels = {key: kernel for key, kernel in launched_kernels().items() if key not in gpu_compiled}
+                kernels = {key: kernel for key, kernel in launched_kernels(autotuners).items()
+                           if key not in gpu_compiled}
                 gpu_compiled.update(kernels)
                 result.nvrtc, result.nvrtc_failures = compile_for_gpus(list(kernels.values()), spec["nvrtc"])
         except Exception as error:

@@ -14,7 +14,6 @@ import dataclasses
 
 from tritone.ir.core import Operation, Value
 
-from ....ir.layouts import NvmmaSharedLayout
 from ..codegen_base import CodegenError, Emitter, emits
 from ..codegen_layout import _unique_registers
 from ..codegen_memory import owner_condition
@@ -22,6 +21,7 @@ from . import select
 from .shared import (
     TileGeometry,
     copy_plan,
+    fenced_where_written,
     layout_thread_parts,
     smem_address,
     tile_bytes,
@@ -76,7 +76,7 @@ def emit_local_alloc(em: Emitter, op: Operation) -> None:
             continue
         offset_expr = tile_offset(em, geom, thread, linear.register_coords(first))
         _store_shared(em, f"{base} + {name} + {offset_expr}", values, first, run * eb)
-    if em.target >= 90 and isinstance(tile.type.layout, NvmmaSharedLayout):
+    if fenced_where_written(em, tile):
         # wgmma reads the tile through the async proxy: these writes made visible to it
         # here, once (wgmma.stage_writer), before the barrier that precedes the dot
         em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')

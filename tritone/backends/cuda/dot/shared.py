@@ -40,6 +40,13 @@ def is_shared_tile(value: Value) -> bool:
     return value.type.is_block() and isinstance(value.type.layout, SwizzledSharedLayout)
 
 
+def fenced_where_written(em, tile: Value) -> bool:
+    """Whether the stores of `tile`'s `local_alloc` are followed by the async-proxy fence
+    (`codegen_dot.emit_local_alloc`), so the wgmma dots reading the tile need none of
+    their own (`wgmma.stage_writer`): an sm_90+ tile in wgmma's layout."""
+    return em.target >= 90 and isinstance(tile.type.layout, NvmmaSharedLayout)
+
+
 def tile_bytes(ty: dtype) -> int:
     """Bytes of a shared tile (or multi-stage buffer) of block type `ty`."""
     n = 1

@@ -47,7 +47,7 @@ from ....ir.layouts import DistributedLayout, DotOperandLayout, NvidiaMmaLayout,
 from ..codegen_base import CodegenError, emits
 from . import DotImplementation, register
 from .mma import OperandSource
-from .shared import TileGeometry, is_shared_tile, prologue_value, smem_address, tile_range
+from .shared import TileGeometry, fenced_where_written, is_shared_tile, prologue_value, smem_address, tile_range
 
 _INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
 # accumulator type by input: PTX type and inline asm constraint
@@ -347,8 +347,7 @@ def stage_writer(em, tile) -> str | None:
     op = tile.defining_op
     while op is not None and op.name in ("permute", "local_index", "memdesc_trans"):
         op = op.operands[0].defining_op
-    if op is not None and op.name == "local_alloc" and em.target >= 90 \
-            and isinstance(op.results[0].type.layout, NvmmaSharedLayout):
+    if op is not None and op.name == "local_alloc" and fenced_where_written(em, op.results[0]):
         return "local_alloc"
     if op is None or op.name != "local_buffer":
         return None
