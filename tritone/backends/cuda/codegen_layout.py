@@ -12,6 +12,8 @@ offsets, a barrier, every thread reads the offsets it needs.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Callable
 
 from tritone.ir.core import Operation, Value
@@ -102,12 +104,40 @@ def _numel(value: Value) -> int:
     return n
 
 
-def _offsets(em: Emitter, value: Value, reg: int, strides: list[int], offset: int) -> str:
-    if not value.type.is_block():
-        return str(offset)
-    linear = em.linear(value)
+def _offsets(em: Emitter, linear: LinearLayout, reg: int, strides: list[int], offset: int) -> str:
     coords = [em.coord(linear, d, reg) for d in range(linear.rank)]
     return linear_index_expr(coords, strides, offset)
+
+
+def _at(reg_of: Callable[[int], int] | None, reg: int) -> int:
+    return reg if reg_of is None else reg_of(reg)
+
+
+def _write_block(em: Emitter, linear: LinearLayout, name: str, strides: list[int], offset: int, eb: int,
+                 row_bits: int, reg_of: Callable[[int], int] | None = None, max_width: int = 16) -> None:
+    """A thread's registers of a block in `linear` (the array `name`; register r of the
+    layout is `name[reg_of(r)]`) into `tt_buf` at `offset + sum(coord * stride)`,
+    placed by `_swizzled`: by `stmatrix` where it fits, else in runs of up to
+    `max_width` side-by-side registers, one access each."""
+    if _by_stmatrix(em, linear, strides, offset, eb):
+        def index(coords: list[str]) -> str:
+            return _swizzled(linear_index_expr(coords, strides), eb, row_bits)
+        write_by_stmatrix(em, linear, name, index, reg_of)
+        return
+    width = min(_vector_width(linear, strides, offset, eb, least_bytes=2), max_width)
+    for reg in _unique_registers(linear):
+        if reg % width == 0:
+            index = _swizzled(_offsets(em, linear, reg, strides, offset), eb, row_bits)
+            _copy(em, f"tt_buf[{index}]", f"{name}[{_at(reg_of, reg)}]", width * eb, width == 1)
+
+
+def _read_block(em: Emitter, linear: LinearLayout, name: str, strides: list[int], offset: int, eb: int,
+                row_bits: int, reg_of: Callable[[int], int] | None = None, max_width: int = 16) -> None:
+    """`_write_block`'s reverse: every register of the block from `tt_buf`."""
+    width = min(_vector_width(linear, strides, offset, eb, least_bytes=2), max_width)
+    for reg in range(0, linear.num_registers, width):
+        index = _swizzled(_offsets(em, linear, reg, strides, offset), eb, row_bits)
+        _copy(em, f"{name}[{_at(reg_of, reg)}]", f"tt_buf[{index}]", width * eb, width == 1)
 
 
 def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
@@ -129,35 +159,160 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
         if not value.type.is_block():
             em.line(f"tt_buf[{_swizzled(str(offset), eb, row_bits)}] = {em.name(value)};")
             continue
-        if _by_stmatrix(em, value, strides, offset):
-            def index(coords: list[str], strides=strides) -> str:
-                return _swizzled(linear_index_expr(coords, strides), eb, row_bits)
-            write_by_stmatrix(em, em.linear(value), em.name(value), index)
-            continue
-        width = _vector_width(em.linear(value), strides, offset, eb, least_bytes=2)
-        for reg in _unique_registers(em.linear(value)):
-            if reg % width == 0:
-                index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
-                _copy(em, f"tt_buf[{index}]", f"{em.name(value)}[{reg}]", width * eb, width == 1)
+        _write_block(em, em.linear(value), em.name(value), strides, offset, eb, row_bits)
     em.barrier()
     for (value, strides, offset), name in zip(reads, names):
         if not value.type.is_block():
             em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb, row_bits)}];")
             continue
-        width = _vector_width(em.linear(value), strides, offset, eb, least_bytes=2)
-        for reg in range(0, em.nregs(value), width):
-            index = _swizzled(_offsets(em, value, reg, strides, offset), eb, row_bits)
-            _copy(em, f"{name}[{reg}]", f"tt_buf[{index}]", width * eb, width == 1)
+        _read_block(em, em.linear(value), name, strides, offset, eb, row_bits)
     em.close()
 
 
-def _by_stmatrix(em: Emitter, value: Value, strides: list[int], offset: int) -> bool:
-    """Whether `exchange` writes `value` (an mma or wgmma result of 16-bit
-    elements, say) with `stmatrix`, 16 bytes a lane, where the elements would
+def _by_stmatrix(em: Emitter, linear: LinearLayout, strides: list[int], offset: int, eb: int) -> bool:
+    """Whether `exchange` writes a block in `linear` (an mma or wgmma result of
+    16-bit elements, say) with `stmatrix`, 16 bytes a lane, where the elements would
     otherwise go 4 bytes at a time: on sm_90+, into a row-major block."""
-    shape = tuple(value.type.shape)
-    return (em.target >= 90 and offset == 0 and len(shape) == 2 and list(strides) == row_major_strides(shape)
-            and stmatrix_fits(em.linear(value), _element_bytes(value), shape[1]))
+    return (em.target >= 90 and offset == 0 and list(strides) == row_major_strides(tuple(linear.shape))
+            and _stmatrix_block(linear, eb))
+
+
+def _stmatrix_block(linear: LinearLayout, eb: int) -> bool:
+    """Whether a row-major 2-D block in `linear` fits `stmatrix` (`stmatrix_fits`)."""
+    return linear.rank == 2 and stmatrix_fits(linear, eb, linear.shape[1])
+
+
+# -- a conversion in pieces -------------------------------------------------------------
+# A layout conversion through shared memory needs the whole block there at once, unless a
+# coordinate bit sits in a register bit of both layouts (and nowhere else in either): then
+# the elements with that bit 0 can move first and those with it 1 after them, through half
+# the bytes (two more barriers). Upstream always sizes a conversion's scratch so (its "reps");
+# here only a conversion of more than this many bytes is cut, while its pieces would be: a
+# 128x256 fp16 matmul tile (64 KB) moves in two 32 KB pieces, which leaves a persistent
+# kernel's 4-stage pipeline (192 KB) room to copy the next tile's stages during the epilogue.
+PIECE_BYTES = 32768
+
+
+@dataclass(frozen=True)
+class _Split:
+    """Coordinate bit `bit` of dimension `dim`, register bit `src_reg` of the source and
+    `dst_reg` of the destination."""
+    dim: int
+    bit: int
+    src_reg: int
+    dst_reg: int
+
+
+def _unit_bit(basis: Coord) -> tuple[int, int] | None:
+    """(dim, bit) where `basis` is one power of two along one dimension."""
+    nonzero = [(d, c) for d, c in enumerate(basis) if c]
+    if len(nonzero) != 1 or nonzero[0][1] & (nonzero[0][1] - 1):
+        return None
+    return nonzero[0][0], nonzero[0][1].bit_length() - 1
+
+
+def _conversion_splits(src: LinearLayout, dst: LinearLayout, eb: int) -> list[_Split]:
+    """The coordinate bits a conversion from `src` to `dst` (row-major scratch) moves
+    piece by piece (see `PIECE_BYTES`): none where the whole fits. A register bit that
+    makes a vector access (or pairs the elements of an `stmatrix` row) is kept, and a
+    source `stmatrix` could write (on any target: the scratch's size does not depend
+    on it) stays one in each piece."""
+    nbytes = src.numel * eb
+    strides = row_major_strides(tuple(src.shape))
+    src_keep = _vector_width(src, strides, 0, eb, least_bytes=2).bit_length() - 1
+    stmatrix = _stmatrix_block(src, eb)
+    if stmatrix:
+        src_keep = max(src_keep, 1)
+    dst_keep = _vector_width(dst, strides, 0, eb, least_bytes=2).bit_length() - 1
+    splits: list[_Split] = []
+    for i, basis in enumerate(src.registers):
+        if nbytes >> len(splits) <= PIECE_BYTES:
+            break
+        unit = _unit_bit(basis)
+        if i < src_keep or unit is None or basis not in dst.registers:
+            continue
+        j = dst.registers.index(basis)
+        dim, bit = unit
+        others = [b for k, b in enumerate(src.registers) if k != i] + [
+            b for k, b in enumerate(dst.registers) if k != j] + list(src.lanes + src.warps + dst.lanes + dst.warps)
+        if j < dst_keep or any(b[dim] >> bit & 1 for b in others):
+            continue
+        candidate = splits + [_Split(dim, bit, i, j)]
+        if stmatrix and not _stmatrix_block(_piece_layout(src, candidate, "src"), eb):
+            continue
+        splits = candidate
+    return splits
+
+
+def _piece_shape(shape: tuple[int, ...], splits: list[_Split]) -> tuple[int, ...]:
+    out = list(shape)
+    for split in splits:
+        out[split.dim] //= 2
+    return tuple(out)
+
+
+def _without(coord: Coord, splits: list[_Split]) -> Coord:
+    """`coord` with the split bits taken out (the bits above each moved down one)."""
+    out = list(coord)
+    for split in sorted(splits, key=lambda s: -s.bit):
+        c = out[split.dim]
+        low = c & ((1 << split.bit) - 1)
+        out[split.dim] = (c >> (split.bit + 1) << split.bit) | low
+    return tuple(out)
+
+
+def _piece_layout(linear: LinearLayout, splits: list[_Split], side: str) -> LinearLayout:
+    """`linear` restricted to one piece: the split register bits gone, every basis
+    without the split coordinate bits."""
+    gone = {s.src_reg if side == "src" else s.dst_reg for s in splits}
+    return LinearLayout(_piece_shape(tuple(linear.shape), splits),
+                        tuple(_without(b, splits) for k, b in enumerate(linear.registers) if k not in gone),
+                        tuple(_without(b, splits) for b in linear.lanes),
+                        tuple(_without(b, splits) for b in linear.warps))
+
+
+def _register_of(bits: list[int], piece: int) -> Callable[[int], int]:
+    """Register r of a piece's layout as a register of the whole: the piece's number's
+    bits put back at register bits `bits` (in the order of the splits)."""
+    placed = sorted(zip(bits, range(len(bits))))
+
+    def whole(reg: int) -> int:
+        for position, k in placed:
+            low = reg & ((1 << position) - 1)
+            reg = ((reg >> position) << (position + 1)) | ((piece >> k & 1) << position) | low
+        return reg
+
+    return whole
+
+
+def _max_run(bits: list[int]) -> int:
+    return 1 << min(bits) if bits else 16
+
+
+def _exchange_in_pieces(em: Emitter, op: Operation, splits: list[_Split]) -> None:
+    """`exchange` of a conversion one piece after another (`_conversion_splits`)."""
+    src, dst = op.operands[0], op.results[0]
+    eb = _element_bytes(src)
+    elem = ctype(src.type)
+    shape = _piece_shape(tuple(src.type.shape), splits)
+    strides = row_major_strides(shape)
+    row_bits = _swizzle_row_bits(strides, eb)
+    nbytes = math.prod(shape) * eb
+    src_piece, dst_piece = _piece_layout(em.linear(src), splits, "src"), _piece_layout(em.linear(dst), splits, "dst")
+    src_bits, dst_bits = [s.src_reg for s in splits], [s.dst_reg for s in splits]
+    name = em.define(dst)
+    em.shared_access(em.scratch_base, em.scratch_base + nbytes, True)
+    em.open()
+    em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
+    for piece in range(1 << len(splits)):
+        if piece:
+            em.barrier()  # the last piece is read before this one takes its bytes
+        _write_block(em, src_piece, em.name(src), strides, 0, eb, row_bits, _register_of(src_bits, piece),
+                     _max_run(src_bits))
+        em.barrier()
+        _read_block(em, dst_piece, name, strides, 0, eb, row_bits, _register_of(dst_bits, piece),
+                    _max_run(dst_bits))
+    em.close()
 
 
 # the 8x8 matrix of 16-bit elements `stmatrix` stores from a warp (PTX_FACTS: the fragment
@@ -186,10 +341,13 @@ SHARED_ADDRESS = r"""__device__ __forceinline__ unsigned tt_shared_address(const
 }"""
 
 
-def write_by_stmatrix(em: Emitter, linear, values: str, index) -> None:
+def write_by_stmatrix(em: Emitter, linear, values: str, index,
+                      reg_of: Callable[[int], int] | None = None) -> None:
     """`values` into shared `tt_buf`, the element at coordinates `coords` (C
     expressions) at `tt_buf[index(coords)]`, four 8x8 matrices per `stmatrix`:
-    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2)."""
+    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2).
+    Register r of `linear` is `values[reg_of(r)]` (r itself without `reg_of`), whose
+    register bit 0 must stay bit 0."""
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(
         "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
@@ -206,7 +364,14 @@ def write_by_stmatrix(em: Emitter, linear, values: str, index) -> None:
         coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
         em.open()
         em.line("unsigned tt_m[4];")
-        em.line(f"memcpy(tt_m, &{values}[{first}], 16);")
+        words = [_at(reg_of, first + 2 * m) for m in range(4)]
+        if any(_at(reg_of, first + 2 * m + 1) != words[m] + 1 for m in range(4)):
+            raise CodegenError("stmatrix needs each register pair side by side")
+        if words == [words[0] + 2 * m for m in range(4)]:
+            em.line(f"memcpy(tt_m, &{values}[{words[0]}], 16);")
+        else:
+            for m, word in enumerate(words):
+                em.line(f"memcpy(&tt_m[{m}], &{values}[{word}], 4);")
         em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{index(coords)}]), "
                 "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
         em.close()
@@ -324,7 +489,19 @@ def _move(em: Emitter, op: Operation, to_src: CoordMap, write_strides: list[int]
     if sources is not None:
         copy_registers(em, src, em.define_block(dst), sources)
         return
+    splits = _splits_of(em, op)
+    if splits:
+        _exchange_in_pieces(em, op, splits)
+        return
     exchange(em, [(src, write_strides, 0)], [(dst, read_strides, 0)], _move_bytes(op))
+
+
+def _splits_of(em: Emitter, op: Operation) -> list[_Split]:
+    """A conversion's pieces (`_conversion_splits`); none for the other moves."""
+    if op.name != "convert_layout":
+        return []
+    src, dst = op.operands[0], op.results[0]
+    return _conversion_splits(em.linear(src), em.linear(dst), _element_bytes(src))
 
 
 def _move_bytes(op: Operation) -> int:
@@ -423,7 +600,14 @@ def move_scratch_bytes(op: Operation) -> int:
         return 0
     maps = {"broadcast": _broadcast_map, "expand_dims": _expand_map, "permute": _permute_map,
             "reshape": _reshape_map, "convert_layout": lambda o: (lambda c: c)}
-    return 0 if _is_register_move(op, maps[op.name](op)) else _move_bytes(op)
+    if _is_register_move(op, maps[op.name](op)):
+        return 0
+    if op.name == "convert_layout":
+        src = op.operands[0]
+        shape = tuple(src.type.shape)
+        splits = _conversion_splits(src.type.layout.linear(shape), dst.type.layout.linear(shape), _element_bytes(src))
+        return _move_bytes(op) >> len(splits)
+    return _move_bytes(op)
 
 
 # -- join, split, cat: always through shared memory -------------------------------------

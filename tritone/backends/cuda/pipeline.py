@@ -78,6 +78,7 @@ from tritone.ir.types import block_type, int1, int32, int64
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
 from .axis_info import AxisInfoMap, analyze
 from .dot.shared import TileGeometry, copy_plan, tile_bytes
+from .smem import scratch_bytes
 from .tensormap import MAX_BOX_DIM, SWIZZLES, TENSOR_MAP_BYTES
 from .tma import host_maps, set_map_box
 
@@ -399,8 +400,7 @@ def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation
         return None
     after = outer_body.ops[outer_body.ops.index(loop) + 1:]
     epilogue = max([tile_bytes(op.operands[1].type) for e in after for op in e.walk() if op.name == "tma_store"]
-                   + [tile_bytes(op.results[0].type) for e in after for op in e.walk()
-                      if op.name == "convert_layout" and op.results[0].type.is_block()], default=0)
+                   + [scratch_bytes(op) for e in after for op in e.walk() if op.name == "convert_layout"], default=0)
     if shared_limit and reserved + epilogue > shared_limit:
         return None
     chosen: set[int] = set()
