@@ -392,6 +392,8 @@ def _arithmetic(opcode: str, args: list[str]) -> str:
         "div.rn.f64": lambda: f"tt_emu_dbits(tt_emu_d({regs[1]}) / tt_emu_d({regs[2]}))",
         "sqrt.rn.f64": lambda: f"tt_emu_dbits(std::sqrt(tt_emu_d({regs[1]})))",
         "mul.hi.u32": lambda: f"((({regs[1]} & 0xffffffffull) * ({regs[2]} & 0xffffffffull)) >> 32)",
+        "mad.wide.s32": lambda: f"uint64_t(int64_t(int32_t({regs[1]})) * int64_t(int32_t({regs[2]})) + "
+                                f"int64_t({regs[3]}))",
     }
     if opcode not in table:
         raise _Unsupported(opcode)

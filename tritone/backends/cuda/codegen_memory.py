@@ -44,12 +44,17 @@ def _access(nbytes: int, elem_bytes: int) -> tuple[str, str, str, int]:
 
 @emits("addptr")
 def emit_addptr(em: Emitter, op: Operation) -> None:
+    add = _shift_add if _feeds_async_copy(em, op) else (lambda p, x: f"{p} + {x}")
     folded = _offset_terms(em, op)
     if folded is None:
-        elementwise(em, op, lambda xs: f"({xs[0]} + {xs[1]})")
+        if add is _shift_add:
+            em.declare_once(_SHIFT_ADD)
+        elementwise(em, op, lambda xs: f"({add(xs[0], xs[1])})")
         return
     base, terms = folded
     em.declare_once(_OPAQUE)
+    if add is _shift_add:
+        em.declare_once(_SHIFT_ADD)
     opaque = em.fresh("tt_base")
     em.line(f"{ctype(op.results[0].type.scalar)} {opaque} = tt_opaque({base});")
     name = em.define_block(op.results[0])
@@ -58,11 +63,35 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
         # one unrolled loop: NVRTC optimises it in less time than the same statements
         # written out (FlexAttention's template: a tenth), to the same machine code
         total = " + ".join(f"(unsigned){em.reg(value, index)}" for (value, _), index in zip(terms, indices))
-        em.for_registers(em.nregs(op.results[0]), f"{name}[i] = {opaque} + (int)({total});")
+        em.for_registers(em.nregs(op.results[0]), f"{name}[i] = {add(opaque, f'(int)({total})')};")
         return
     for reg in range(em.nregs(op.results[0])):
         total = " + ".join(f"(unsigned){em.reg(value, sources[reg])}" for value, sources in terms)
-        em.line(f"{name}[{reg}] = {opaque} + (int)({total});")
+        em.line(f"{name}[{reg}] = {add(opaque, f'(int)({total})')};")
+
+
+# The addresses of a pipeline's cp.async copies are computed every trip beside the tensor
+# cores' work: as `mad.wide.s32` (which ptxas makes a shift and add, LEA and LEA.HI.X,
+# on the integer pipe, as in upstream's kernels) rather than C++'s pointer addition
+# (a widening multiply, IMAD.WIDE, where tutorial 09's persistent kernel stalled).
+_SHIFT_ADD = ("template <class T> static __device__ __forceinline__ T* tt_shift_add(T* p, int x) "
+              "{ T* r; asm(\"mad.wide.s32 %0, %1, %2, %3;\" : \"=l\"(r) : \"r\"(x), \"n\"((int)sizeof(T)), "
+              "\"l\"(p)); return r; }")
+
+
+def _shift_add(pointer: str, offset: str) -> str:
+    return f"tt_shift_add({pointer}, {offset})"
+
+
+def _feeds_async_copy(em: Emitter, op: Operation) -> bool:
+    """Whether `op` (an addptr of i32 offsets) makes the source addresses of an `async_copy`."""
+    if type_text(op.operands[1].type.scalar) != "i32" or not op.results[0].type.is_block():
+        return False
+    copied = em.memo.get("async_copy_sources")
+    if copied is None:
+        copied = em.memo["async_copy_sources"] = {
+            id(user.operands[2]) for user in em.fn.walk() if user.name == "async_copy"}
+    return id(op.results[0]) in copied
 
 
 # The compiler would otherwise split a base pointer computed as `p + x` and add x's
