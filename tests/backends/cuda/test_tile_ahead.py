@@ -186,6 +186,23 @@ def test_pointer_code_copies_ahead_across_tiles_too():
         assert _next_tile_copies(body, "async_commit") == (2, 2, 4)
 
 
+@pytest.mark.parametrize("bn, stages, warps", [(128, 2, 4), (128, 3, 8), (64, 2, 4)])
+def test_the_next_tiles_copies_after_the_k_loop_read_their_own_trip(bn, stages, warps, monkeypatch):
+    # fp8 operands of 128-wide K: the a tile's address computation is both a copy's and the
+    # loop body's own, so it moved into the rewritten loop; the next tile's first copies,
+    # issued after the loop when it has fewer trips than stages ahead, must read their
+    # own trip, not the loop's induction variable (the IR verifier refused the kernel)
+    monkeypatch.setenv("TRITONE_VERIFY_IR", "1")
+    signature = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+                 "K_LOOP": "i32"}
+    options = {"num_warps": warps, "num_stages": stages}
+    module = make_ir(ASTSource(pointer_persistent, signature, {"NUM_PROGRAMS": 4, "BM": 128, "BN": bn, "BK": 128},
+                               {(i,): [["tt.divisibility", 16]] for i in range(7)}), GPUTarget("cuda", 90, 32),
+                     options)
+    source, _, _ = lowering.generate_cuda(module, 90, options)
+    assert "tt_cp_async16(" in source
+
+
 @pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
 @pytest.mark.parametrize("step", [1, 2])
 def test_pointer_code_across_tiles_runs_right_on_the_cuda_emulator(step):
@@ -262,6 +279,18 @@ def check_pointer(device: str, m: int, n: int, k: int, k_loop: int, dtype: torch
     _check(c, a, b, k_loop)
 
 
+def check_pointer_fp8(device: str, m: int, n: int, k: int, programs: int, bn: int, bk: int, warps: int) -> None:
+    """fp8 operands whose a tile goes through registers (its address computation is both
+    the copies' and the loop body's), the next tile's first copies after a short K loop."""
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+    b = torch.randn(k, n, device=device).to(torch.float8_e4m3fn)
+    c = torch.full((m, n), float("nan"), device=device, dtype=torch.float16)
+    pointer_persistent[(programs,)](a, b, c, m, n, k, k, NUM_PROGRAMS=programs, BM=128, BN=bn, BK=bk,
+                                    num_warps=warps, num_stages=2)
+    _check(c, a, b, k)
+
+
 def check_epilogue_in_the_loop(device: str, m: int, n: int, k: int) -> None:
     a, b, c = _operands(device, m, n, k, torch.float16)
     descriptors = [TensorDescriptor.from_tensor(t, block) for t, block in ((a, [64, 32]), (b, [32, 64]), (c, [64, 64]))]
@@ -281,7 +310,9 @@ CHECKS = [(check_host, (256, 192, 96, torch.float16, 4)),
           (check_pointer, (64, 128, 32, 0, torch.float16, 3)),
           (check_pointer, (256, 128, 64, 64, torch.float16, 2)),
           (check_host, (192, 128, 64, torch.float16, 2)),
-          (check_epilogue_in_the_loop, (128, 192, 160))]
+          (check_epilogue_in_the_loop, (128, 192, 160)),
+          (check_pointer_fp8, (384, 256, 128, 3, 128, 128, 4)),
+          (check_pointer_fp8, (256, 192, 384, 2, 64, 128, 4))]
 
 
 @pytest.mark.gpu

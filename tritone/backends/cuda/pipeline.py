@@ -740,7 +740,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
             iv = ab.value("add", [next_lb, ab.value("mul", [next_step, ab.constant(j, iv_ty)], iv_ty)],
                           iv_ty) if j else next_lb
             in_range = ab.value("and", [ab.value("cmp", [iv, next_ub], int1, pred="lt"), next_ok], int1)
-            mapping = {**next_values, body.args[0]: iv}
+            # slice ops the loop's body also reads moved into the new body: they read its iv
+            mapping = {**next_values, body.args[0]: iv, new_body.args[0]: iv}
             for op in slice_ops:
                 _clone_ahead(ab, op, mapping, in_range)
             slot = stage_end
