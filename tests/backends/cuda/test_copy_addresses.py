@@ -18,7 +18,7 @@ import re
 import subprocess
 
 import pytest
-from test_dot_compile import _cuobjdump
+from test_dot_compile import _cuobjdump, sass_loops
 from test_tile_ahead import pointer_persistent
 
 import tritone as triton
@@ -87,14 +87,7 @@ def test_the_k_loop_adds_offsets_by_shifts_in_sass(tmp_path):
     path = tmp_path / "persistent.cubin"
     path.write_bytes(nvrtc.compile(source, f"{name}.cu", 90, options=["-w"], arch_suffix="a").cubin)
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
-    instructions = re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)
-    loops = []
-    for i, (address, text) in enumerate(instructions):
-        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
-        if jump and int(jump.group(1), 16) < int(address, 16):
-            start = next(j for j, (a, _) in enumerate(instructions) if int(a, 16) == int(jump.group(1), 16))
-            loops.append([t for _, t in instructions[start:i + 1]])
-    k_loop = min((loop for loop in loops if any("HGMMA" in t for t in loop)), key=len)
+    k_loop = min((loop for loop in sass_loops(sass) if any("HGMMA" in t for t in loop)), key=len)
     copies = sum("LDGSTS" in t for t in k_loop)
     # this tile's copies and the next tile's (tile-ahead), 12 each: 16 KB of a, 32 KB of b
     assert copies == 24

@@ -550,6 +550,19 @@ def _cuobjdump() -> str | None:
     return path if os.path.exists(path) else None
 
 
+def sass_loops(sass: str) -> list[list[str]]:
+    """The loops of a kernel's SASS (cuobjdump -sass): for each backward branch, the
+    instructions from its target to it."""
+    instructions = re.findall(r"/\*([0-9a-f]{4,5})\*/\s+(.*?);", sass)
+    loops = []
+    for i, (address, text) in enumerate(instructions):
+        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
+        if jump and int(jump.group(1), 16) < int(address, 16):
+            start = next(j for j, (a, _) in enumerate(instructions) if int(a, 16) == int(jump.group(1), 16))
+            loops.append([t for _, t in instructions[start:i + 1]])
+    return loops
+
+
 def test_matmul_main_loop_sass(tmp_path):
     """The 128x256x64, 8-warp, 3-stage fp16 matmul on sm_80: HMMA, LDSM and LDGSTS in
     the main loop, two barriers there, and nothing in local memory."""
@@ -566,14 +579,7 @@ def test_matmul_main_loop_sass(tmp_path):
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     usage = subprocess.run([tool, "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
     assert "LOCAL:0" in usage and "STL" not in sass
-    instructions = re.findall(r"/\*([0-9a-f]{4})\*/\s+(.*?);", sass)
-    addresses = {int(a, 16): i for i, (a, _) in enumerate(instructions)}
-    loops = []
-    for i, (address, text) in enumerate(instructions):
-        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
-        if jump and int(jump.group(1), 16) < int(address, 16):
-            loops.append([t for _, t in instructions[addresses[int(jump.group(1), 16)]:i + 1]])
-    main = max(loops, key=len)
+    main = max(sass_loops(sass), key=len)
     count = {op: sum(1 for t in main if re.search(rf"\b{op}\b", t)) for op in ("HMMA", "LDSM", "LDGSTS", "BAR")}
     # a 64x64 warp tile over four k steps; 16 KB of a and 32 KB of b in 16-byte copies by 256 threads
     assert count == {"HMMA": 128, "LDSM": 32, "LDGSTS": 12, "BAR": 2}, count

@@ -18,7 +18,7 @@ import subprocess
 import cuda_emulator
 import numpy as np
 import pytest
-from test_dot_compile import _cuobjdump, dot_kernel, ir_module
+from test_dot_compile import _cuobjdump, dot_kernel, ir_module, sass_loops
 
 import tritone as triton
 import tritone.language as tl
@@ -300,13 +300,6 @@ def test_mm_template_registers_allow_three_ctas_per_sm(tmp_path):
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     assert "LOCAL:0" in usage
     assert int(re.search(r"REG:(\d+)", usage).group(1)) <= 168
-    instructions = re.findall(r"/\*([0-9a-f]{4,5})\*/\s+(.*?);", sass)
-    loops = []
-    for i, (address, text) in enumerate(instructions):
-        jump = re.search(r"BRA.*?0x([0-9a-f]+)", text)
-        if jump and int(jump.group(1), 16) < int(address, 16):
-            start = next(j for j, (a, _) in enumerate(instructions) if int(a, 16) == int(jump.group(1), 16))
-            loops.append([t for _, t in instructions[start:i + 1]])
-    inner = min(loops, key=len)
+    inner = min(sass_loops(sass), key=len)
     ops = [t.split()[0] for t in inner]
     assert ops.count("FFMA") == 256 and ops.count("LDS.128") == 20 and "LDS" not in ops and "FADD" not in ops
