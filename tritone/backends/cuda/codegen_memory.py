@@ -44,17 +44,16 @@ def _access(nbytes: int, elem_bytes: int) -> tuple[str, str, str, int]:
 
 @emits("addptr")
 def emit_addptr(em: Emitter, op: Operation) -> None:
-    add = _shift_add if _feeds_async_copy(em, op) else (lambda p, x: f"{p} + {x}")
+    add = _plus
+    if _feeds_async_copy(em, op):
+        em.declare_once(_SHIFT_ADD)
+        add = _shift_add
     folded = _offset_terms(em, op)
     if folded is None:
-        if add is _shift_add:
-            em.declare_once(_SHIFT_ADD)
         elementwise(em, op, lambda xs: f"({add(xs[0], xs[1])})")
         return
     base, terms = folded
     em.declare_once(_OPAQUE)
-    if add is _shift_add:
-        em.declare_once(_SHIFT_ADD)
     opaque = em.fresh("tt_base")
     em.line(f"{ctype(op.results[0].type.scalar)} {opaque} = tt_opaque({base});")
     name = em.define_block(op.results[0])
@@ -81,6 +80,10 @@ _SHIFT_ADD = ("template <class T> static __device__ __forceinline__ T* tt_shift_
 
 def _shift_add(pointer: str, offset: str) -> str:
     return f"tt_shift_add({pointer}, {offset})"
+
+
+def _plus(pointer: str, offset: str) -> str:
+    return f"{pointer} + {offset}"
 
 
 def _feeds_async_copy(em: Emitter, op: Operation) -> bool:
