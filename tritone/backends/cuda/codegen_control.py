@@ -14,7 +14,7 @@ from tritone.ir.core import Operation, Value
 from tritone.ir.layouts import DistributedLayout
 
 from .codegen_base import CodegenError, Emitter, emits
-from .codegen_memory import vector_width
+from .codegen_memory import async_copies, vector_width
 from .codegen_types import ctype
 
 
@@ -118,12 +118,14 @@ def _has_narrow_load(em: Emitter, op: Operation) -> bool:
     return False
 
 
-def _copy_offsets(op: Operation) -> list[Value]:
+def _copy_offsets(em: Emitter, op: Operation) -> list[Value]:
     """The integer blocks defined before the loop `op` from which the addresses of its
     asynchronous copies (`async_copy`, the pipeline's) are computed inside it: a
     persistent matmul's row offsets times their stride, say."""
+    if not async_copies(em):
+        return []
     inside = {id(inner) for inner in op.walk()}
-    stack = [inner.operands[2] for inner in op.walk() if inner.name == "async_copy"]
+    stack = [copy.operands[2] for copy in async_copies(em) if id(copy) in inside]
     seen: set[int] = set()
     found: list[Value] = []
     while stack:
@@ -161,7 +163,7 @@ def _pin(em: Emitter, value: Value) -> None:
 def emit_for(em: Emitter, op: Operation) -> None:
     lb, ub, step = (em.name(v) for v in op.operands[:3])
     body = op.regions[0]
-    for value in _copy_offsets(op):
+    for value in _copy_offsets(em, op):
         _pin(em, value)
     carried = [_declare_copy(em, result, init) for result, init in zip(op.results, op.operands[3:])]
     for arg, result, name in zip(body.args[1:], op.results, carried):

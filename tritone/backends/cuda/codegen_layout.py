@@ -489,19 +489,21 @@ def _move(em: Emitter, op: Operation, to_src: CoordMap, write_strides: list[int]
     if sources is not None:
         copy_registers(em, src, em.define_block(dst), sources)
         return
-    splits = _splits_of(em, op)
+    splits = _splits_of(op)
     if splits:
         _exchange_in_pieces(em, op, splits)
         return
     exchange(em, [(src, write_strides, 0)], [(dst, read_strides, 0)], _move_bytes(op))
 
 
-def _splits_of(em: Emitter, op: Operation) -> list[_Split]:
-    """A conversion's pieces (`_conversion_splits`); none for the other moves."""
+def _splits_of(op: Operation) -> list[_Split]:
+    """A conversion's pieces (`_conversion_splits`); none for the other moves. The
+    same for the scratch the plan gives it (`move_scratch_bytes`) and its code."""
     if op.name != "convert_layout":
         return []
     src, dst = op.operands[0], op.results[0]
-    return _conversion_splits(em.linear(src), em.linear(dst), _element_bytes(src))
+    shape = tuple(src.type.shape)
+    return _conversion_splits(src.type.layout.linear(shape), dst.type.layout.linear(shape), _element_bytes(src))
 
 
 def _move_bytes(op: Operation) -> int:
@@ -602,12 +604,7 @@ def move_scratch_bytes(op: Operation) -> int:
             "reshape": _reshape_map, "convert_layout": lambda o: (lambda c: c)}
     if _is_register_move(op, maps[op.name](op)):
         return 0
-    if op.name == "convert_layout":
-        src = op.operands[0]
-        shape = tuple(src.type.shape)
-        splits = _conversion_splits(src.type.layout.linear(shape), dst.type.layout.linear(shape), _element_bytes(src))
-        return _move_bytes(op) >> len(splits)
-    return _move_bytes(op)
+    return _move_bytes(op) >> len(_splits_of(op))
 
 
 # -- join, split, cat: always through shared memory -------------------------------------

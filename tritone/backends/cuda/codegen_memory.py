@@ -86,15 +86,19 @@ def _plus(pointer: str, offset: str) -> str:
     return f"{pointer} + {offset}"
 
 
+def async_copies(em: Emitter) -> list[Operation]:
+    """The kernel's `async_copy` ops (the pipeline's cp.async copies), found once."""
+    copies = em.memo.get("async_copies")
+    if copies is None:
+        copies = em.memo["async_copies"] = [op for op in em.fn.walk() if op.name == "async_copy"]
+    return copies
+
+
 def _feeds_async_copy(em: Emitter, op: Operation) -> bool:
     """Whether `op` (an addptr of i32 offsets) makes the source addresses of an `async_copy`."""
     if type_text(op.operands[1].type.scalar) != "i32" or not op.results[0].type.is_block():
         return False
-    copied = em.memo.get("async_copy_sources")
-    if copied is None:
-        copied = em.memo["async_copy_sources"] = {
-            id(user.operands[2]) for user in em.fn.walk() if user.name == "async_copy"}
-    return id(op.results[0]) in copied
+    return any(copy.operands[2] is op.results[0] for copy in async_copies(em))
 
 
 # The compiler would otherwise split a base pointer computed as `p + x` and add x's
