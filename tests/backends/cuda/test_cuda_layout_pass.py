@@ -193,3 +193,31 @@ def test_operands_of_a_broadcast_product_are_converted_before_the_broadcast():
     z = np.full((bm, bn), np.nan, np.float32)
     cuda_emulator.Emulator(source, 4, metadata["shared"]).launch((1,), z, x, y)
     np.testing.assert_allclose(z, x @ y, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def a_times_b_transposed(C, A, B, K, BLOCK: tl.constexpr):
+    """C = A @ B.T for one BLOCK x BLOCK tile, B given N x K: both loads read along K,
+    which is a's rows and b's columns; both pad with zeros (one constant after CSE)."""
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), tl.float32)
+    for k0 in range(0, K, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        a = tl.load(A + r[:, None] * K + k[None, :], mask=k[None, :] < K, other=0.0)
+        b = tl.load(B + k[:, None] + r[None, :] * K, mask=k[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(C + r[:, None] * BLOCK + r[None, :], acc)
+
+
+def test_loads_sharing_a_constant_other_keep_their_own_access_order():
+    # The zero both loads pad with is one value (a cast of a splat, shared by CSE);
+    # it used to put both pointers in one layout class, so b was read across K
+    # (one byte a copy for fp8, not pipelined: tutorial 09's 128x128x128 fp8 configs)
+    src = ASTSource(a_times_b_transposed, {"C": "*fp32", "A": "*fp8e4nv", "B": "*fp8e4nv", "K": "i32"},
+                    {"BLOCK": 128}, {(i,): [["tt.divisibility", 16]] for i in range(4)})
+    module = make_ir(src, GPUTarget("cuda", 90, 32), {"num_warps": 8, "num_stages": 3})
+    source, _, _ = generate_cuda(module, 90, {"num_warps": 8, "num_stages": 3})
+    copies = [op for op in module.kernel.walk() if op.name == "async_copy"]
+    orders = sorted({tuple(op.operands[2].type.layout.order) for op in copies})
+    assert orders == [(0, 1), (1, 0)], orders
+    assert source.count("tt_cp_async16(") >= 2

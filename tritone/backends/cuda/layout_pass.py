@@ -261,6 +261,17 @@ class _Link:
         self.op, self.src, self.dst = op, src, dst
 
 
+def _from_constants(value: Value, depth: int = 4) -> bool:
+    """Whether `value` is computed from constants alone, by ops cheap to compute
+    again in another layout (a splat of zero cast to the loaded type, say)."""
+    op = value.defining_op
+    if op is None or depth < 0 or not _recomputable(op):
+        return False
+    if op.name == "constant":
+        return True
+    return bool(op.operands) and all(_from_constants(operand, depth - 1) for operand in op.operands)
+
+
 def _is_cheap(value: Value) -> bool:
     op = value.defining_op
     return op is not None and _spec(op).cheap
@@ -311,7 +322,12 @@ class _Assigner:
         elif rule == ACCESS_LAYOUT:
             self.memory_ops.append(op)
             if name == "load":  # the loaded value may go on in another layout
-                self.join(op.operands)
+                # `other` made from constants (a zero cast to fp16, which CSE shares
+                # between loads of one shape) follows the pointer rather than tying
+                # the pointers of unrelated loads to one layout
+                made = [v for v in op.operands[2:] if _from_constants(v)]
+                self.join([v for v in op.operands if v not in made])
+                self.soft += [(v, op.operands[0]) for v in _blocks(made)]
             elif name == "store":  # the stored value may come from another layout
                 self.join([op.operands[0]] + op.operands[2:])
             else:
