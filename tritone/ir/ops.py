@@ -33,6 +33,8 @@ EXPAND_DIMS_LAYOUT = "expand_dims"  # the operand in SliceLayout(axis, result's 
 PERMUTE_LAYOUT = "permute"  # the result in the operand's layout with its dims in `order`
 RESHAPE_LAYOUT = "reshape"  # each thread keeps the elements it holds (a linear layout of the new shape)
 REDUCE_LAYOUT = "reduce"  # the operands in one layout, the results in SliceLayout(axis, it)
+SPLIT_LAYOUT = "split"  # both results in the operand's layout without its last dim, which is one register bit
+JOIN_LAYOUT = "join"  # both operands in one layout, the result in it with a last dim in register bit 0
 SHARED_LAYOUT = "shared"  # the result is a shared-memory tile (a SwizzledSharedLayout)
 # Rules that derive an operand's layout from the result's (and back).
 DERIVED_LAYOUTS = (BROADCAST_LAYOUT, EXPAND_DIMS_LAYOUT, PERMUTE_LAYOUT, RESHAPE_LAYOUT)
@@ -179,8 +181,8 @@ def _build_table() -> dict[str, OpSpec]:
                rearranges=True),
         OpSpec("reshape", 1, 1, 1, {"can_reorder": _optional(_BOOL)}, rearranges=True, layout=RESHAPE_LAYOUT),
         OpSpec("permute", 1, 1, 1, {"order": _attr(_TUPLE)}, layout=PERMUTE_LAYOUT, rearranges=True),
-        OpSpec("join", 2, 2, 1),
-        OpSpec("split", 1, 1, 2),
+        OpSpec("join", 2, 2, 1, layout=JOIN_LAYOUT),
+        OpSpec("split", 1, 1, 2, layout=SPLIT_LAYOUT),
         OpSpec("cat", 2, 2, 1),
         OpSpec("gather", 2, 2, 1, {"axis": _attr(_INT)}),
         OpSpec("histogram", 1, 2, 1, {"num_bins": _attr(_INT)}),

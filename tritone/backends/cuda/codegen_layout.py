@@ -607,12 +607,78 @@ def move_scratch_bytes(op: Operation) -> int:
     return _move_bytes(op) >> len(_splits_of(op))
 
 
-# -- join, split, cat: always through shared memory -------------------------------------
+# -- join, split: in registers where the pair is one register bit; cat: through shared memory
+
+def _same_threads(paired: LinearLayout, half: LinearLayout) -> bool:
+    """Whether each thread holds the same elements of a paired block (last dim 2)
+    in `paired` as of either half in `half`: the pair is in registers alone."""
+    return not any(b[-1] for b in paired.lanes + paired.warps) and (
+        [b[:-1] for b in paired.lanes + paired.warps] == list(half.lanes + half.warps))
+
+
+def split_sources(paired: LinearLayout, half: LinearLayout) -> list[list[int]] | None:
+    """For each half (last coordinate 0, 1) of a paired block in `paired`, the
+    register of `paired` holding each register's element in `half` in the same
+    thread; None when the halves are in other threads."""
+    if not _same_threads(paired, half):
+        return None
+    where: dict[Coord, int] = {}
+    for reg in range(paired.num_registers):
+        where.setdefault(paired.register_coords(reg), reg)
+    sources = []
+    for j in (0, 1):
+        found = [where.get(coords + (j,)) for coords in half.mapped_register_coords(lambda c: c)]
+        if None in found:
+            return None
+        sources.append(found)
+    return sources
+
+
+def join_sources(paired: LinearLayout, half: LinearLayout) -> list[tuple[int, int]] | None:
+    """For each register of a paired block in `paired`, (which half, its register
+    in `half`) holding that element in the same thread; None when elsewhere."""
+    if not _same_threads(paired, half):
+        return None
+    where: dict[Coord, int] = {}
+    for reg in range(half.num_registers):
+        where.setdefault(half.register_coords(reg), reg)
+    sources = []
+    for coords in paired.mapped_register_coords(lambda c: c):
+        found = where.get(coords[:-1])
+        if found is None:
+            return None
+        sources.append((coords[-1], found))
+    return sources
+
+
+def _pair_layouts(op: Operation) -> tuple[LinearLayout, LinearLayout] | None:
+    """(paired, half) linear layouts of a split or join whose halves share a layout."""
+    paired = op.operands[0] if op.name == "split" else op.results[0]
+    halves = list(op.results) if op.name == "split" else list(op.operands)
+    if halves[0].type.layout != halves[1].type.layout:
+        return None
+    return (paired.type.layout.linear(tuple(paired.type.shape)),
+            halves[0].type.layout.linear(tuple(halves[0].type.shape)))
+
+
+def _in_registers(op: Operation) -> bool:
+    layouts = _pair_layouts(op)
+    if layouts is None:
+        return False
+    return (split_sources if op.name == "split" else join_sources)(*layouts) is not None
+
 
 @emits("join")
 def emit_join(em: Emitter, op: Operation) -> None:
     a, b = op.operands
     out = op.results[0]
+    layouts = _pair_layouts(op)
+    sources = join_sources(*layouts) if layouts is not None else None
+    if sources is not None:
+        name = em.define_block(out)
+        for reg, (j, source) in enumerate(sources):
+            em.line(f"{name}[{reg}] = {em.reg(op.operands[j], source)};")
+        return
     strides = row_major_strides(tuple(out.type.shape))
     exchange(em, [(a, strides[:-1], 0), (b, strides[:-1], 1)], [(out, strides, 0)], join_scratch_bytes(op))
 
@@ -620,6 +686,12 @@ def emit_join(em: Emitter, op: Operation) -> None:
 @emits("split")
 def emit_split(em: Emitter, op: Operation) -> None:
     src = op.operands[0]
+    layouts = _pair_layouts(op)
+    sources = split_sources(*layouts) if layouts is not None else None
+    if sources is not None:
+        for result, regs in zip(op.results, sources):
+            copy_registers(em, src, em.define_block(result), regs)
+        return
     strides = row_major_strides(tuple(src.type.shape))
     exchange(em, [(src, strides, 0)], [(op.results[0], strides[:-1], 0), (op.results[1], strides[:-1], 1)],
              join_scratch_bytes(op))
@@ -635,5 +707,7 @@ def emit_cat(em: Emitter, op: Operation) -> None:
 
 @needs_scratch("join", "split", "cat")
 def join_scratch_bytes(op: Operation) -> int:
+    if op.name != "cat" and _in_registers(op):
+        return 0
     values = list(op.operands) + list(op.results)
     return max(_numel(v) for v in values) * _element_bytes(op.operands[0])

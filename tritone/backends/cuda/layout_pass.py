@@ -51,6 +51,7 @@ from tritone.ir.ops import (
     BROADCAST_LAYOUT,
     DERIVED_LAYOUTS,
     EXPAND_DIMS_LAYOUT,
+    JOIN_LAYOUT,
     OP_SPECS,
     PERMUTE_LAYOUT,
     PURE,
@@ -58,6 +59,7 @@ from tritone.ir.ops import (
     RESHAPE_LAYOUT,
     SAME_LAYOUT,
     SHARED_LAYOUT,
+    SPLIT_LAYOUT,
     OpSpec,
     is_removable_when_unused,
 )
@@ -65,6 +67,7 @@ from tritone.ir.ops import (
 from ...ir.layouts import (
     BlockedLayout,
     DistributedLayout,
+    LinearEncodingLayout,
     SliceLayout,
     SwizzledSharedLayout,
     default_blocked_layout,
@@ -129,11 +132,21 @@ def _blocks(values) -> list[Value]:
 
 # -- layout transforms along links -----------------------------------------------
 
-def permute_layout(layout: DistributedLayout, order: tuple[int, ...]) -> BlockedLayout | None:
-    """The layout of `permute(x, order)` holding x's elements in the same registers
-    (None when `layout` is not blocked)."""
+def permute_layout(layout: DistributedLayout, order: tuple[int, ...],
+                   shape: tuple[int, ...] | None = None) -> DistributedLayout | None:
+    """The layout of `permute(x, order)` holding x's elements in the same registers:
+    blocked for a blocked `layout`, else (given x's `shape`) a linear encoding with
+    each basis's coordinates permuted (None without `shape`)."""
     if not isinstance(layout, BlockedLayout):
-        return None
+        if shape is None or not isinstance(layout, DistributedLayout):
+            return None
+        linear = layout.linear(tuple(shape))
+
+        def moved(bases):
+            return [tuple(basis[d] for d in order) for basis in bases]
+
+        return LinearEncodingLayout(tuple(shape[d] for d in order), moved(linear.registers), moved(linear.lanes),
+                                    moved(linear.warps))
     position = {d: i for i, d in enumerate(order)}
     return BlockedLayout(tuple(layout.size_per_thread[d] for d in order),
                          tuple(layout.threads_per_warp[d] for d in order),
@@ -157,9 +170,13 @@ def operand_layout_for(op: Operation, result_layout: DistributedLayout) -> Distr
     if rule == EXPAND_DIMS_LAYOUT:
         return SliceLayout(op.attrs["axis"], result_layout)
     if rule == PERMUTE_LAYOUT:
-        return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])))
+        return permute_layout(result_layout, _inverse(tuple(op.attrs["order"])), _shape(op.results[0]))
     if rule == RESHAPE_LAYOUT:
         return _reshape_layout(result_layout, op.results[0], op.operands[0])
+    if rule == SPLIT_LAYOUT:
+        return with_pair_dim(result_layout, _shape(op.results[0]))
+    if rule == JOIN_LAYOUT:
+        return without_pair_dim(result_layout, _shape(op.results[0]))
     return None
 
 
@@ -175,12 +192,47 @@ def result_layout_for(op: Operation, operand_layout: DistributedLayout) -> Distr
             return operand_layout.parent
         return None
     if rule == PERMUTE_LAYOUT:
-        return permute_layout(operand_layout, tuple(op.attrs["order"]))
+        return permute_layout(operand_layout, tuple(op.attrs["order"]), _shape(op.operands[0]))
     if rule == REDUCE_LAYOUT:
         return SliceLayout(op.attrs["axis"], operand_layout)
     if rule == RESHAPE_LAYOUT:
         return _reshape_layout(operand_layout, op.operands[0], op.results[0])
+    if rule == SPLIT_LAYOUT:
+        return without_pair_dim(operand_layout, _shape(op.operands[0]))
+    if rule == JOIN_LAYOUT:
+        return with_pair_dim(operand_layout, _shape(op.operands[0]))
     return None
+
+
+def _shape(value: Value) -> tuple[int, ...] | None:
+    return tuple(value.type.shape) if _is_block(value) else None
+
+
+def with_pair_dim(layout: DistributedLayout, shape: tuple[int, ...] | None) -> LinearEncodingLayout | None:
+    """The layout of a block of `shape` + (2,) (a join's result, a split's operand)
+    in which each thread holds both elements of each pair of what it holds of a
+    `shape` block in `layout`, the pair's two in register bit 0: split and join
+    then move no data (as Triton's)."""
+    if shape is None:
+        return None
+    linear = layout.linear(tuple(shape))
+    pair = (0,) * len(shape) + (1,)
+    return LinearEncodingLayout(tuple(shape) + (2,), [pair] + [b + (0,) for b in linear.registers],
+                                [b + (0,) for b in linear.lanes], [b + (0,) for b in linear.warps])
+
+
+def without_pair_dim(layout: DistributedLayout, shape: tuple[int, ...] | None) -> LinearEncodingLayout | None:
+    """The layout of each half of a block of `shape` (last dim 2) in `layout` split
+    along its last dim, each thread keeping what it holds: None unless the last
+    dim is one register bit alone (its halves would be in other threads)."""
+    if shape is None or shape[-1] != 2:
+        return None
+    linear = layout.linear(tuple(shape))
+    pair = (0,) * (len(shape) - 1) + (1,)
+    if any(b[-1] for b in linear.lanes + linear.warps) or [b for b in linear.registers if b[-1]] != [pair]:
+        return None
+    return LinearEncodingLayout(tuple(shape[:-1]), [b[:-1] for b in linear.registers if b != pair],
+                                [b[:-1] for b in linear.lanes], [b[:-1] for b in linear.warps])
 
 
 def _reshape_layout(layout: DistributedLayout, have: Value, want: Value) -> DistributedLayout | None:
@@ -338,6 +390,9 @@ class _Assigner:
                 self.join(op.results)
                 self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif rule in DERIVED_LAYOUTS:
+            self.links.append(_Link(op, op.operands[0], op.results[0]))
+        elif rule in (SPLIT_LAYOUT, JOIN_LAYOUT):
+            self.join(op.results if rule == SPLIT_LAYOUT else op.operands)
             self.links.append(_Link(op, op.operands[0], op.results[0]))
         elif name == "dot":
             self.join([op.results[0], op.operands[2]])
@@ -546,6 +601,17 @@ def required_operand_layouts(op: Operation) -> list[DistributedLayout | None]:
         return [first.type.layout if _is_block(first) else None] * n
     if rule in DERIVED_LAYOUTS:
         return [operand_layout_for(op, op.results[0].type.layout) if blocks else None]
+    if rule == SPLIT_LAYOUT:
+        # an operand with its pair in any one register bit splits without moving data
+        operand, result = op.operands[0], op.results[0]
+        have = without_pair_dim(operand.type.layout, _shape(operand))
+        if have is not None and same_placement(have, result.type.layout, _shape(result)):
+            return [operand.type.layout]
+        return [operand_layout_for(op, result.type.layout)]
+    if rule == JOIN_LAYOUT:
+        # a result with its pair elsewhere than one register bit is exchanged through
+        # shared memory (codegen_layout.emit_join)
+        return [operand_layout_for(op, op.results[0].type.layout)] * n
     if name == "dot":
         return [None, None, op.results[0].type.layout]
     if name == "gather":
