@@ -360,7 +360,12 @@ class _Staging:
                 copies.append(((column * rows + row * span) * self.itemsize, coords))
         return copies
 
-_WAIT_STAGED_READ = 'if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");'
+# Every thread waits (a no-op in those that issued no store): a branch around thread
+# 0's wait would split the block where the converted accumulator is packed for its
+# stmatrix, and ptxas then serializes the kernel's wgmmas (info C7514, "non wgmma
+# instructions reading accumulator registers"): tutorial 09's 128x128x128 TMA
+# matmul lost a fifth of its speed.
+_WAIT_STAGED_READ = 'asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");'
 
 
 def _staging_kept(em: Emitter, store: Operation) -> bool:
