@@ -16,7 +16,9 @@ spec (`ir/ops.py`: `OpSpec.layout`); the ops named below are examples.
 2. Classes are linked by ops that derive one layout from another: `broadcast`
    (same layout), `expand_dims` (the operand is a slice of the result's layout),
    `reduce` (the result is a slice of the operand's layout), `permute` (the
-   blocked layout with permuted dims).
+   layout with permuted dims), `reshape` (each thread keeps its elements),
+   `split` and `join` (the pair dim in one register bit, both halves in one
+   class).
 3. Anchors: the result and accumulator of each dot get the layout its
    implementation (`dot/`) asks for (mma accumulator fragments on tensor
    cores); its a and b operands keep what their producers give them
