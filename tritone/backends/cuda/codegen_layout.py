@@ -43,9 +43,7 @@ def register_sources(src: LinearLayout, dst: LinearLayout, to_src: CoordMap) -> 
     for dst_basis, src_basis in zip(dst.lanes + dst.warps, src.lanes + src.warps):
         if to_src(dst_basis) != src_basis:
             return None
-    where: dict[Coord, int] = {}
-    for reg in range(src.num_registers):
-        where.setdefault(src.register_coords(reg), reg)
+    where = first_registers(src)
     sources = []
     for coords in dst.mapped_register_coords(to_src):
         found = where.get(coords)
@@ -53,6 +51,14 @@ def register_sources(src: LinearLayout, dst: LinearLayout, to_src: CoordMap) -> 
             return None
         sources.append(found)
     return sources
+
+
+def first_registers(linear: LinearLayout) -> dict[Coord, int]:
+    """The first register of `linear` holding each element, by its coordinates."""
+    where: dict[Coord, int] = {}
+    for reg in range(linear.num_registers):
+        where.setdefault(linear.register_coords(reg), reg)
+    return where
 
 
 def _unique_registers(linear: LinearLayout) -> list[int]:
@@ -622,9 +628,7 @@ def split_sources(paired: LinearLayout, half: LinearLayout) -> list[list[int]] |
     thread; None when the halves are in other threads."""
     if not _same_threads(paired, half):
         return None
-    where: dict[Coord, int] = {}
-    for reg in range(paired.num_registers):
-        where.setdefault(paired.register_coords(reg), reg)
+    where = first_registers(paired)
     sources = []
     for j in (0, 1):
         found = [where.get(coords + (j,)) for coords in half.mapped_register_coords(lambda c: c)]
@@ -639,9 +643,7 @@ def join_sources(paired: LinearLayout, half: LinearLayout) -> list[tuple[int, in
     in `half`) holding that element in the same thread; None when elsewhere."""
     if not _same_threads(paired, half):
         return None
-    where: dict[Coord, int] = {}
-    for reg in range(half.num_registers):
-        where.setdefault(half.register_coords(reg), reg)
+    where = first_registers(half)
     sources = []
     for coords in paired.mapped_register_coords(lambda c: c):
         found = where.get(coords[:-1])
@@ -651,29 +653,23 @@ def join_sources(paired: LinearLayout, half: LinearLayout) -> list[tuple[int, in
     return sources
 
 
-def _pair_layouts(op: Operation) -> tuple[LinearLayout, LinearLayout] | None:
-    """(paired, half) linear layouts of a split or join whose halves share a layout."""
+def _pair_sources(op: Operation):
+    """A split's `split_sources` or a join's `join_sources`, given the layouts of its
+    paired block and its halves (which must share one); None when not in registers."""
     paired = op.operands[0] if op.name == "split" else op.results[0]
     halves = list(op.results) if op.name == "split" else list(op.operands)
     if halves[0].type.layout != halves[1].type.layout:
         return None
-    return (paired.type.layout.linear(tuple(paired.type.shape)),
-            halves[0].type.layout.linear(tuple(halves[0].type.shape)))
-
-
-def _in_registers(op: Operation) -> bool:
-    layouts = _pair_layouts(op)
-    if layouts is None:
-        return False
-    return (split_sources if op.name == "split" else join_sources)(*layouts) is not None
+    layouts = (paired.type.layout.linear(tuple(paired.type.shape)),
+               halves[0].type.layout.linear(tuple(halves[0].type.shape)))
+    return (split_sources if op.name == "split" else join_sources)(*layouts)
 
 
 @emits("join")
 def emit_join(em: Emitter, op: Operation) -> None:
     a, b = op.operands
     out = op.results[0]
-    layouts = _pair_layouts(op)
-    sources = join_sources(*layouts) if layouts is not None else None
+    sources = _pair_sources(op)
     if sources is not None:
         name = em.define_block(out)
         for reg, (j, source) in enumerate(sources):
@@ -686,8 +682,7 @@ def emit_join(em: Emitter, op: Operation) -> None:
 @emits("split")
 def emit_split(em: Emitter, op: Operation) -> None:
     src = op.operands[0]
-    layouts = _pair_layouts(op)
-    sources = split_sources(*layouts) if layouts is not None else None
+    sources = _pair_sources(op)
     if sources is not None:
         for result, regs in zip(op.results, sources):
             copy_registers(em, src, em.define_block(result), regs)
@@ -707,7 +702,7 @@ def emit_cat(em: Emitter, op: Operation) -> None:
 
 @needs_scratch("join", "split", "cat")
 def join_scratch_bytes(op: Operation) -> int:
-    if op.name != "cat" and _in_registers(op):
+    if op.name != "cat" and _pair_sources(op) is not None:
         return 0
     values = list(op.operands) + list(op.results)
     return max(_numel(v) for v in values) * _element_bytes(op.operands[0])
