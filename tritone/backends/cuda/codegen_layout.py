@@ -653,7 +653,7 @@ def join_sources(paired: LinearLayout, half: LinearLayout) -> list[tuple[int, in
     return sources
 
 
-def _pair_sources(op: Operation):
+def _pair_sources(op: Operation) -> list[list[int]] | list[tuple[int, int]] | None:
     """A split's `split_sources` or a join's `join_sources`, given the layouts of its
     paired block and its halves (which must share one); None when not in registers."""
     paired = op.operands[0] if op.name == "split" else op.results[0]
