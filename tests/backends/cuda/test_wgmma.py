@@ -143,13 +143,28 @@ def test_a_pipelined_accumulation_stays_in_flight():
     assert source.count("wgmma.wait_group.sync.aligned 0;") == 1
 
 
-def test_attention_dots_wait_for_their_results():
+def test_attention_keeps_p_at_v_in_flight_into_the_next_trip():
+    # q @ k waits for its result (the softmax reads it); p @ v, whose accumulator is
+    # rescaled each trip, runs on into the next trip (as Triton's): the rescaling waits
+    # for it first and writes the carried registers in place, so nothing copies them at
+    # the loop's end while the tensor cores still write them; one more stage of k and
+    # v, so the trip's copies go where the trip before read
     consts = {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}
     module = ir_module(attention_kernel, ATTENTION_SIG, consts, 90, num_warps=8)
     source, _, _ = generate_cuda(module, 90, {"num_warps": 8})
     assert _dot_implementations(module) == ["wgmma", "wgmma"]
-    assert not any(op.attrs.get("in_flight") for op in module.walk() if op.name == "dot")
-    assert "wgmma.wait_group.sync.aligned 1;" not in source
+    dots = [op for op in module.walk() if op.name == "dot"]
+    assert [bool(op.attrs.get("in_flight")) for op in dots] == [False, True]
+    (scale,) = [op for op in module.walk() if "in_place" in op.attrs]
+    assert scale.results[0] is dots[1].operands[2] and scale.name == "mul"
+    body = dots[1].parent
+    waits = [op for op in body.ops if op.name == "dot_wait"]
+    assert len(waits) == 1 and body.ops.index(waits[0]) == body.ops.index(scale) - 1
+    buffers = [op.results[0].type.shape[0] for op in module.walk() if op.name == "local_buffer"]
+    assert buffers == [3, 3]
+    # p @ v's own wait leaves it in flight; q @ k's, the rescaling's and the one after the loop wait for all
+    assert source.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert source.count("wgmma.wait_group.sync.aligned 0;") == 3
     # p @ v takes p from registers: four fragment registers, no descriptor for a
     # (v is contiguous along N: MN-major, transposed)
     assert re.search(r"m64n64k16\.f32\.f16\.f16 \{%0[^}]*\}, \{%32, %33, %34, %35\}, %36, p[01], 1, 1, 1;", source)

@@ -7,12 +7,12 @@ ran at 495 TFLOP/s against upstream's 611 on an H100 that way: the wait for
 earlier TMA stores was a branch on thread 0 between the accumulator's
 conversion to fp16 and its packing for stmatrix. Every thread now waits (a
 no-op without stores). These kernels, compiled by NVRTC for sm_90a, must show
-no serialization."""
+no serialization (attention's too, whose `p @ v` stays in flight across trips)."""
 
 from __future__ import annotations
 
 import pytest
-from test_dot_compile import MATMUL_SIG, ir_module, matmul_constexprs, matmul_kernel
+from test_dot_compile import ATTENTION_SIG, MATMUL_SIG, attention_kernel, ir_module, matmul_constexprs, matmul_kernel
 from test_pair_registers import subtiled_descriptor_matmul
 
 import tritone as triton
@@ -42,6 +42,11 @@ CASES = {
     "tma subtiled 128x256x64 w8": (subtiled_descriptor_matmul, _descriptors(128, 256, 64, 128),
                                    {"BM": 128, "BN": 256, "BK": 64}, 8, 3),
     "pointers 128x128x64 w4": (matmul_kernel, MATMUL_SIG, matmul_constexprs(128, 128, 64), 4, 3),
+    # p @ v left in flight into the next trip (pipeline._scaled_in_flight)
+    "attention d64 128x64 w4": (attention_kernel, ATTENTION_SIG,
+                                {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}, 4, 3),
+    "attention d128 128x64 w8": (attention_kernel, ATTENTION_SIG,
+                                 {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": True}, 8, 3),
 }
 
 

@@ -37,6 +37,13 @@ def elementwise(em: Emitter, op: Operation, make_expr) -> None:
         index = "i" if mask == count - 1 else f"i & {mask}"
         operands = [em.reg(v, index) for v in op.operands]
         em.for_registers(count, f"{name}[i] = {make_expr(operands)};")
+        place = op.attrs.get("in_place")
+        if place is not None:
+            # written into its operand's registers (a wgmma accumulator carried through a
+            # loop, which the dot then updates in flight: pipeline._scaled_in_flight)
+            target = em.name(op.operands[place])
+            em.copy(target, name, result)
+            em.bind(result, target)
     else:
         em.define_scalar(result, make_expr([em.name(v) for v in op.operands]))
 

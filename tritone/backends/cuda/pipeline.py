@@ -72,12 +72,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
-from tritone.ir.ops import has_side_effects, is_pure, is_zero_constant
+from tritone.ir.ops import OP_SPECS, PURE, SAME_LAYOUT, has_side_effects, is_pure, is_zero_constant
 from tritone.ir.types import block_type, int1, int32, int64
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
 from .axis_info import AxisInfoMap, analyze
-from .dot.shared import TileGeometry, copy_plan, tile_bytes
+from .dot.shared import TileGeometry, copy_plan, is_shared_tile, tile_bytes
 from .smem import scratch_bytes
 from .tensormap import MAX_BOX_DIM, SWIZZLES, TENSOR_MAP_BYTES
 from .tma import host_maps, set_map_box
@@ -294,7 +294,7 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
     otherwise read only in branches of later `if`s (a hand-flattened loop's
     epilogue), which wait for it first (`_branches_reading`).
     Empty unless every wgmma dot of the body is one (the copies' stage rule changes
-    for all tiles at once)."""
+    for all tiles at once), or else the scaled ones of `_scaled_in_flight`."""
     found = []
     pipelined = {chain.alloc.results[0] for chain in chains}
     args = list(body.args[1:])
@@ -304,14 +304,54 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
             continue
         acc, result = op.operands[2], op.results[0]
         if op.operands[0] not in pipelined or op.operands[1] not in pipelined or acc not in args:
-            return []
+            return _scaled_in_flight(body, users, pipelined)
         index = args.index(acc)
         if len(users.get(acc, [])) != 1 or _branches_reading(body, op, users) is None:
-            return []
+            return _scaled_in_flight(body, users, pipelined)
         if [i for i, v in enumerate(terminator.operands) if v is result] != [index]:
-            return []
+            return _scaled_in_flight(body, users, pipelined)
         found.append((op, index))
     return found
+
+
+def _scaled_in_flight(body: Region, users, pipelined: set[Value]) -> list[tuple[Operation, int]]:
+    """The wgmma dots of `body` that may stay in flight into the next trip although
+    their carried accumulator is rescaled each trip first (attention's
+    `acc = tl.dot(p, v, acc * alpha[:, None])`), each with the carried value's index:
+    the dot reads a pipelined b tile and an a that is one too or in registers, its
+    accumulator is an elementwise op of the body whose only reader it is, reading
+    the carried value, of which it is the only reader, and the dot's result is only
+    yielded back in that place. `_rewrite` marks the op `in_place` (it writes the
+    carried value's registers), and a `dot_wait` before it waits for the trip
+    before's dot (with Triton, the wgmma of `p @ v` runs on into the next trip's
+    `q @ k`). Other dots of the body wait for their own results, as ever."""
+    found = []
+    args = list(body.args[1:])
+    terminator = body.terminator
+    for op in body.ops:
+        if op.name != "dot" or op.attrs.get("implementation") != "wgmma":
+            continue
+        a, b, acc = op.operands
+        scale = acc.defining_op
+        if b not in pipelined or (a not in pipelined and is_shared_tile(a)):
+            continue
+        if scale is None or scale.parent is not body or not _is_elementwise(scale) or len(scale.results) != 1:
+            continue
+        carried = [v for v in scale.operands if v in args]
+        if len(carried) != 1 or scale.operands.count(carried[0]) != 1 or users.get(carried[0], []) != [scale]:
+            continue
+        index = args.index(carried[0])
+        if users.get(acc, []) != [op] or users.get(op.results[0], []) != [terminator]:
+            continue
+        if [i for i, v in enumerate(terminator.operands) if v is op.results[0]] != [index]:
+            continue
+        found.append((op, index))
+    return found
+
+
+def _is_elementwise(op: Operation) -> bool:
+    spec = OP_SPECS.get(op.name)
+    return spec is not None and spec.layout == SAME_LAYOUT and spec.effect == PURE and not spec.regions
 
 
 def _branches_reading(body: Region, dot: Operation, users) -> list[Region] | None:
@@ -758,8 +798,16 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     else:
         parent.insert(after, drained)
     if in_flight:
-        for dot, _ in in_flight:
+        for dot, index in in_flight:
             dot.attrs["in_flight"] = 1
+            scale = dot.operands[2].defining_op
+            if dot.operands[2] not in new_body.args and scale is not None and scale.parent is new_body:
+                # a rescaled accumulator (`_scaled_in_flight`): the trip before's dot is done
+                # before the scaling reads its registers, which it writes in place
+                carried = new_body.args[1 + index]
+                scale.attrs["in_place"] = scale.operands.index(carried)
+                new_body.insert(new_body.ops.index(scale),
+                                Operation("dot_wait", [carried], [], {"pending": 0}, loc=dot.loc))
         for dot, branches in waits:
             for branch in branches:
                 branch.insert(0, Operation("dot_wait", [dot.results[0]], [], {"pending": 0}, loc=dot.loc))
