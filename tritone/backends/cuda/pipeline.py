@@ -799,15 +799,17 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         parent.insert(after, drained)
     if in_flight:
         for dot, index in in_flight:
-            dot.attrs["in_flight"] = 1
-            scale = dot.operands[2].defining_op
-            if dot.operands[2] not in new_body.args and scale is not None and scale.parent is new_body:
+            if dot.operands[2] not in new_body.args:
                 # a rescaled accumulator (`_scaled_in_flight`): the trip before's dot is done
                 # before the scaling reads its registers, which it writes in place
+                scale = dot.operands[2].defining_op
                 carried = new_body.args[1 + index]
+                if scale is None or scale.parent is not new_body or carried not in scale.operands:
+                    continue  # (not seen) the dot then waits for itself
                 scale.attrs["in_place"] = scale.operands.index(carried)
                 new_body.insert(new_body.ops.index(scale),
                                 Operation("dot_wait", [carried], [], {"pending": 0}, loc=dot.loc))
+            dot.attrs["in_flight"] = 1
         for dot, branches in waits:
             for branch in branches:
                 branch.insert(0, Operation("dot_wait", [dot.results[0]], [], {"pending": 0}, loc=dot.loc))
