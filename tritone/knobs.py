@@ -308,6 +308,11 @@ class NvidiaKnobs(_Group):
     TMA load feeding one is staged through registers); false: pointer code
     everywhere. Offsets the copy engine faults on are checked at run time (see
     docs/ARCHITECTURE.md)."""
+    dump_ptxas_log = _env_bool("TRITON_DUMP_PTXAS_LOG")
+    """Print ptxas's report of each kernel compiled (not read from the cache), as
+    Triton prints its ptxas log: registers, shared memory, spills, and the notes
+    on performance (wgmma serialized, C7514/C7515). NVRTC runs ptxas with
+    `--verbose` for it; the machine code is the same."""
     libdevice_path = _env_str("TRITON_LIBDEVICE_PATH")
     """Triton's choice of libdevice bitcode, kept for callers that set it (TorchInductor,
     for eager-matching numerics): tritone's kernels use the libdevice NVRTC links, so the

@@ -219,10 +219,13 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
         source = without_line_directives(source)
     if timer is not None:
         timer.stage_finished("cuda")
+    flags = nvrtc_options(options, generated, line_info=line_info, nvrtc_version=toolchain.compiler.version)
+    dump_ptxas_log = knobs.nvidia.dump_ptxas_log and not toolchain.ptx_only
+    if dump_ptxas_log:
+        flags.append("--ptxas-options=--verbose")  # a report only: the same machine code
     try:
         result = toolchain.compiler.compile(source, f"{name}.cu", toolchain.arch, ptx_only=toolchain.ptx_only,
-                                            options=nvrtc_options(options, generated, line_info=line_info,
-                                                                  nvrtc_version=toolchain.compiler.version),
+                                            options=flags,
                                             arch_suffix=generated.get("arch_suffix", _arch_suffix(toolchain)))
     except NVRTCError as error:
         where = _keep_failed_source(cache, key, name, source)
@@ -231,6 +234,9 @@ def compile_kernel(name: str, src_hash: str, build_ir: Callable[[GPUTarget], Mod
             log=error.log, call=error.call, code=error.code) from None
     if timer is not None:
         timer.stage_finished("ptx" if result.cubin is None else "cubin")
+    if dump_ptxas_log:
+        # printed as Triton prints its ptxas log (TRITON_DUMP_PTXAS_LOG)
+        print(f"ptxas log of kernel {name} ({result.target}):\n{result.log.rstrip()}", flush=True)
 
     metadata = {
         **{k: v for k, v in generated.items() if k not in ("nvrtc_options",)},
