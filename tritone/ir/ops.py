@@ -342,6 +342,14 @@ def is_pure(op: Operation) -> bool:
     return not has_side_effects(op)
 
 
+def is_pure_elementwise(op: Operation) -> bool:
+    """Whether `op` is a pure op of the same-layout rule without regions: each
+    result element from the operands' elements at its place (arithmetic, casts,
+    hints; pure inline assembly)."""
+    spec = OP_SPECS.get(op.name)
+    return spec is not None and spec.layout == SAME_LAYOUT and spec.effect == PURE and not spec.regions
+
+
 def is_removable_when_unused(op: Operation) -> bool:
     """Whether deleting `op` when none of its results is used changes nothing
     observable: pure ops, non-volatile loads, and region ops without effects."""

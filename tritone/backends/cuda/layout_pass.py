@@ -56,13 +56,13 @@ from tritone.ir.ops import (
     JOIN_LAYOUT,
     OP_SPECS,
     PERMUTE_LAYOUT,
-    PURE,
     REDUCE_LAYOUT,
     RESHAPE_LAYOUT,
     SAME_LAYOUT,
     SHARED_LAYOUT,
     SPLIT_LAYOUT,
     OpSpec,
+    is_pure_elementwise,
     is_removable_when_unused,
 )
 
@@ -98,8 +98,7 @@ def _recomputable(op: Operation) -> bool:
     its result: cheap sources, and pure ops of the same-layout rule without
     regions (elementwise arithmetic, hints; not inline assembly, whose cost is
     unknown and which, unless pure, must not run twice)."""
-    spec = _spec(op)
-    return spec.cheap or (spec.layout == SAME_LAYOUT and spec.effect == PURE and not spec.regions)
+    return _spec(op).cheap or is_pure_elementwise(op)
 
 
 def run(module: Module, ctx=None) -> None:

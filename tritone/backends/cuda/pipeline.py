@@ -72,7 +72,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation, replace_all_uses
-from tritone.ir.ops import OP_SPECS, PURE, SAME_LAYOUT, has_side_effects, is_pure, is_zero_constant
+from tritone.ir.ops import has_side_effects, is_pure, is_pure_elementwise, is_zero_constant
 from tritone.ir.types import block_type, int1, int32, int64
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
@@ -303,14 +303,11 @@ def _in_flight_dots(body: Region, users, chains: list[_Chain]) -> list[tuple[Ope
         if op.name != "dot" or op.attrs.get("implementation") != "wgmma":
             continue
         acc, result = op.operands[2], op.results[0]
-        if op.operands[0] not in pipelined or op.operands[1] not in pipelined or acc not in args:
+        if (op.operands[0] not in pipelined or op.operands[1] not in pipelined or acc not in args
+                or len(users.get(acc, [])) != 1 or _branches_reading(body, op, users) is None
+                or [i for i, v in enumerate(terminator.operands) if v is result] != [args.index(acc)]):
             return _scaled_in_flight(body, users, pipelined)
-        index = args.index(acc)
-        if len(users.get(acc, [])) != 1 or _branches_reading(body, op, users) is None:
-            return _scaled_in_flight(body, users, pipelined)
-        if [i for i, v in enumerate(terminator.operands) if v is result] != [index]:
-            return _scaled_in_flight(body, users, pipelined)
-        found.append((op, index))
+        found.append((op, args.index(acc)))
     return found
 
 
@@ -335,7 +332,7 @@ def _scaled_in_flight(body: Region, users, pipelined: set[Value]) -> list[tuple[
         scale = acc.defining_op
         if b not in pipelined or (a not in pipelined and is_shared_tile(a)):
             continue
-        if scale is None or scale.parent is not body or not _is_elementwise(scale) or len(scale.results) != 1:
+        if scale is None or scale.parent is not body or not is_pure_elementwise(scale) or len(scale.results) != 1:
             continue
         carried = [v for v in scale.operands if v in args]
         if len(carried) != 1 or scale.operands.count(carried[0]) != 1 or users.get(carried[0], []) != [scale]:
@@ -347,11 +344,6 @@ def _scaled_in_flight(body: Region, users, pipelined: set[Value]) -> list[tuple[
             continue
         found.append((op, index))
     return found
-
-
-def _is_elementwise(op: Operation) -> bool:
-    spec = OP_SPECS.get(op.name)
-    return spec is not None and spec.layout == SAME_LAYOUT and spec.effect == PURE and not spec.regions
 
 
 def _branches_reading(body: Region, dot: Operation, users) -> list[Region] | None:
@@ -804,8 +796,6 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 # before the scaling reads its registers, which it writes in place
                 scale = dot.operands[2].defining_op
                 carried = new_body.args[1 + index]
-                if scale is None or scale.parent is not new_body or carried not in scale.operands:
-                    continue  # (not seen) the dot then waits for itself
                 scale.attrs["in_place"] = scale.operands.index(carried)
                 new_body.insert(new_body.ops.index(scale),
                                 Operation("dot_wait", [carried], [], {"pending": 0}, loc=dot.loc))
