@@ -92,6 +92,72 @@ def test_cpp_tile_addresses_agree_with_the_layout(shape, contiguous):
         assert _eval(split, {**values, "t": 0, "u": 1}) == geom.byte_offset(tuple(coords))
 
 
+def _values(bits: int) -> list[int]:
+    """Every value made of some of `bits`."""
+    out = [0]
+    for b in range(bits.bit_length()):
+        if bits >> b & 1:
+            out += [v | 1 << b for v in out]
+    return out
+
+
+@pytest.mark.parametrize("shape, contiguous, elem_bytes, col_bits, row_bits", [
+    ((64, 256), 1, 2, 0b11111000, 0b111),    # B of a 128x256x64 matmul: a thread's columns reach 4 blocks
+    ((128, 64), 0, 2, 0b1111000, 0b111),     # attention's K^T tile at head dim 128 (dim 0 contiguous)
+    ((64, 128), 1, 2, 0b1111000, 0b1111),    # its V tile
+    ((128, 128), 1, 1, 0b1110000, 0b111),    # fp8, 128-byte rows
+    ((32, 64), 1, 2, 0b111000, 0b11),        # one block: the split form as before
+    ((16, 512), 1, 2, 0b111111000, 0b1),
+])
+def test_split_tile_addresses_are_a_thread_value_plus_a_constant(shape, contiguous, elem_bytes, col_bits, row_bits):
+    """The copies of one thread differ by constants (one address register a tile in
+    the loop) also where its columns reach past one column block; every thread's
+    every element lands where the layout says."""
+    geom = TileGeometry(nvmma_layout(shape, elem_bytes, contiguous), shape, elem_bytes)
+    inner = geom.inner
+    thread = [ThreadPart("0", 0), ThreadPart("0", 0)]
+    thread[inner] = ThreadPart("t", col_bits)
+    thread[1 - inner] = ThreadPart("u", row_bits)
+
+    class Prologue:  # what split_offset needs of an emitter
+        memo: dict = {}
+        prologue: list = []
+
+    em = Prologue()
+    row_step = max(row_bits + 1, geom.layout.per_phase * geom.layout.max_phase)  # whole swizzle periods
+    consts = []
+    for row in range(0, shape[1 - inner], row_step):
+        const = [0, 0]
+        const[1 - inner] = row
+        consts.append(tuple(const))
+    splits = [split_offset(em, geom, thread, const) for const in consts]
+    assert None not in splits
+    assert len({s.split(" + ")[0] for s in splits}) == 1  # one per-thread value, constants added
+    for t, u in itertools.product(_values(col_bits), _values(row_bits)):
+        values = {"t": t, "u": u}
+        for line in em.prologue:
+            name, expr = line.removeprefix("const unsigned ").rstrip(";").split(" = ", 1)
+            values[name] = _eval(expr, values)
+        for const, split in zip(consts, splits):
+            coords = list(const)
+            coords[inner] += t
+            coords[1 - inner] += u
+            assert _eval(split, values) == geom.byte_offset(tuple(coords)), (t, u, const)
+
+
+def test_a_constant_column_sharing_a_thread_bit_is_not_split():
+    """A carry from the constant column into the thread's could cross a column block."""
+    geom = TileGeometry(nvmma_layout((64, 256), 2, 1), (64, 256), 2)
+
+    class Prologue:
+        memo: dict = {}
+        prologue: list = []
+
+    thread = [ThreadPart("u", 0b111), ThreadPart("t", 0b11111000)]
+    assert split_offset(Prologue(), geom, thread, (0, 64)) is None
+    assert split_offset(Prologue(), geom, [ThreadPart("u", 0b111), ThreadPart("t", 0b111000)], (0, 64)) is not None
+
+
 def _dot_implementations(module) -> list[str]:
     return [op.attrs.get("implementation") for op in module.walk() if op.name == "dot"]
 

@@ -208,30 +208,34 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
 
     Needs: the constant row a multiple of the swizzle period (`per_phase *
     max_phase` rows), the constant column and every thread column starting a
-    chunk, and the constant chunk index sharing no bit with the thread's."""
+    chunk, and the constant chunk index sharing no bit with the thread's. In a
+    tile of column blocks, the thread's and the constant's columns share no bit:
+    their sum then carries into no block, and the thread's block joins its value."""
     lay = geom.layout
     eb = geom.elem_bytes
     strides = geom.row_strides()
     inner = geom.inner
     if any(c < 0 for c in const):
         return None
+    col = thread[inner]
     column_bytes = 0
+    thread_block = ""
     if geom.width < geom.shape[inner]:
-        # whole column blocks of the constant part are a constant offset; a thread
-        # part reaching past one block has no split form
-        if thread[inner].bits >= geom.width:
+        if const[inner] & col.bits:
             return None
         column_bytes = (const[inner] // geom.width) * geom.column_bytes
         const = const[:inner] + (const[inner] % geom.width,) + const[inner + 1:]
+        if col.bits >= geom.width:
+            thread_block = f"((({col.expr}) >> {_log2(geom.width)}) * {geom.column_bytes}) + "
+            col = ThreadPart(f"(({col.expr}) & {geom.width - 1})", col.bits & (geom.width - 1))
     const_row = sum(const[d] * s for d, s in strides.items())
     row_terms = [f"({thread[d].expr}) * {s}" if s != 1 else f"({thread[d].expr})"
                  for d, s in strides.items() if thread[d].expr != "0"]
     thread_row = " + ".join(row_terms) if row_terms else "0"
-    col = thread[inner]
     if not geom.swizzled:
         const_bytes = column_bytes + (const_row * geom.width + const[inner]) * eb
-        key = ("tile_linear", geom.width, eb, thread_row, col.expr)
-        base = prologue_value(em, key, f"(({thread_row}) * {geom.width} + ({col.expr})) * {eb}")
+        key = ("tile_linear", geom.width, eb, thread_row, col.expr, thread_block)
+        base = prologue_value(em, key, f"{thread_block}(({thread_row}) * {geom.width} + ({col.expr})) * {eb}")
         return f"{base} + {const_bytes}" if const_bytes else base
     period = lay.per_phase * lay.max_phase
     vec_mask = lay.vec - 1
@@ -243,8 +247,8 @@ def split_offset(em, geom: TileGeometry, thread: list[ThreadPart], const: tuple[
         return None
     lpp = _log2(lay.per_phase)
     shift = lv + _log2(eb)
-    row_key = ("tile_row", geom.row_bytes, thread_row)
-    row_bytes = prologue_value(em, row_key, f"({thread_row}) * {geom.row_bytes}")
+    row_key = ("tile_row", geom.row_bytes, thread_row, thread_block)
+    row_bytes = prologue_value(em, row_key, f"{thread_block}({thread_row}) * {geom.row_bytes}")
     x_key = ("tile_x", lv, lpp, lay.max_phase, thread_row, col.expr)
     x = prologue_value(em, x_key, f"(({col.expr}) >> {lv}) ^ ((({thread_row}) >> {lpp}) & {lay.max_phase - 1})")
     const_bytes = column_bytes + const_row * geom.row_bytes
