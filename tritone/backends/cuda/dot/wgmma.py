@@ -24,7 +24,9 @@ result is read, so the operand tiles may be overwritten right after the dot, as
 with `mma.sync`; except a dot the software pipeline marks `in_flight` (one
 accumulating over a loop into a carried value only it reads, from pipelined
 tiles): it accumulates in place and waits only for the group of the trip
-before, and a `dot_wait` after the loop waits for the last one.
+before, and a `dot_wait` after the loop waits for the last one. A wait that an
+earlier one in its block already made true is left out (`groups_before`):
+attention's `p @ v` follows `q @ k`, which waited for every group.
 
 The tiles were written by `cp.async`, TMA or ordinary stores. The tensor cores
 read them through the async proxy: tiles written by ordinary stores get
@@ -288,7 +290,10 @@ class _Lowering:
                 self._issue(ptx_types, k_step, n_step, regs, steps,
                             None if a_registers is not None else ops[0].transposed, ops[1].transposed)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
-        wait_for_dots(em, [(name, self.constraint)], count, 1 if in_flight else 0)
+        # in flight: wait for the trip before's group, unless a wait since drained it
+        # (attention's `p @ v` after `q @ k`, which waited for every group)
+        pending = 1 if in_flight else 0
+        wait_for_dots(em, [(name, self.constraint)], count, pending, groups_before(op) == pending - 1)
 
     def _issue(self, ptx_types: str, k: int, n: int, regs: list[str],
                steps: list[tuple[str | list[str], str, bool]], trans_a: int | None, trans_b: int) -> None:
@@ -359,21 +364,45 @@ def stage_writer(em, tile) -> str | None:
     return cache[buffer]
 
 
-def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int) -> None:
-    """Wait until at most `pending` wgmma groups are in flight; the register fences
-    keep the compiler from moving accesses of the accumulators (name, asm constraint)
-    across the wait."""
-    em.line(f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");')
+def wait_for_dots(em, accumulators: list[tuple[str, str]], count: int, pending: int, drained: bool = False) -> None:
+    """Wait until at most `pending` wgmma groups are in flight (no instruction where
+    that already holds, `drained`); the register fences keep the compiler from moving
+    accesses of the accumulators (name, asm constraint) across the wait."""
+    if not drained:
+        em.line(f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");')
     for name, constraint in accumulators:
         em.for_registers(count, f'asm volatile("" : "+{constraint}"({name}[i]) :: "memory");')
 
 
+def groups_before(op: Operation) -> int | None:
+    """At most how many wgmma groups are in flight right before `op`, as the ops before
+    it in its block tell: none after a dot that waited for its own group or a `dot_wait`
+    of none, one after an in-flight dot (which waits for the group before its own);
+    None where they do not tell (from the block's start, past an op holding dots)."""
+    count = None
+    for prior in op.parent.ops:
+        if prior is op:
+            return count
+        if prior.name == "dot" and prior.attrs.get("implementation") == "wgmma":
+            count = 1 if prior.attrs.get("in_flight") else 0
+        elif prior.name == "dot_wait":
+            pending = int(prior.attrs["pending"])
+            count = pending if count is None else min(count, pending)
+        elif prior.regions and any(inner.name in ("dot", "dot_wait") for inner in list(prior.walk())[1:]):
+            count = None
+    return count
+
+
 @emits("dot_wait")
 def emit_dot_wait(em, op: Operation) -> None:
-    """The wait after a loop whose wgmma dots stayed in flight (pipeline.py)."""
+    """The wait of a pipelined loop's wgmma dots left in flight (pipeline.py): after the
+    loop, and before an in-flight accumulator is rescaled."""
+    pending = int(op.attrs["pending"])
+    before = groups_before(op)
+    drained = before is not None and before <= pending
     for value in op.operands:
         constraint = "r" if value.type.scalar.is_int() else "f"
-        wait_for_dots(em, [(em.name(value), constraint)], em.nregs(value), int(op.attrs["pending"]))
+        wait_for_dots(em, [(em.name(value), constraint)], em.nregs(value), pending, drained)
 
 
 register(Wgmma())
