@@ -175,7 +175,7 @@ DOT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "stride_am": "i
     (90, 64, 64, 32, 8, "fp16", "mma_v2"),   # 8 warps need 128 rows
     (90, 64, 8, 32, 4, "fp16", "mma_v2"),    # N below one 16-element swizzle row
     (90, 32, 64, 32, 4, "fp16", "mma_v2"),   # M below a warpgroup's 64 rows
-    (90, 64, 64, 32, 4, "fp32", "mma_v2"),   # tf32: not on the wgmma path yet
+    (90, 64, 64, 32, 4, "fp32", "mma_v2"),   # tf32 with b contiguous along N (below)
     (80, 128, 128, 64, 4, "fp16", "mma_v2"),
     (120, 128, 128, 64, 4, "fp16", "mma_v2"),
 ])
@@ -188,6 +188,27 @@ def test_the_dot_implementation_per_target(arch, m, n, k, num_warps, dtype, expe
     assert _dot_implementations(module) == [expected]
     assert ("wgmma.mma_async" in source) == (expected == "wgmma")
     assert metadata.get("arch_suffix", "") == ("a" if expected == "wgmma" else "")
+
+
+@pytest.mark.parametrize("trans_a, trans_b, precision, expected", [
+    (False, True, "tf32", "wgmma"),     # a's rows and b's columns contiguous along K: both tiles K-major
+    (False, False, "tf32", "mma_v2"),   # b contiguous along N: wgmma's K-major tile would take 4-byte copies
+    (True, True, "tf32", "mma_v2"),     # a contiguous along M
+    (False, True, "tf32x3", "mma_v2"),  # three products a dot: mma.sync's
+    (False, True, "ieee", "fma"),
+])
+def test_tf32_dots_take_wgmma_where_both_operands_load_along_k(trans_a, trans_b, precision, expected):
+    sig = {**DOT_SIG, "a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
+    consts = {"M": 64, "N": 64, "K": 32, "TRANS_A": trans_a, "TRANS_B": trans_b, "ACC": tl.float32,
+              "PRECISION": precision}
+    module = ir_module(dot_kernel, sig, consts, 90, num_warps=4)
+    source, _, metadata = generate_cuda(module, 90, {"num_warps": 4})
+    assert _dot_implementations(module) == [expected]
+    assert ("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32" in source) == (expected == "wgmma")
+    if expected == "wgmma":
+        # k8 steps with scale flags but no transpose flags (tf32 tiles are K-major)
+        assert re.search(r"m64n64k8\.f32\.tf32\.tf32 \{[^}]*\}, %\d+, %\d+, p[01], 1, 1;", source)
+        assert metadata.get("arch_suffix") == "a"
 
 
 def _loop(module):

@@ -65,6 +65,7 @@ from tritone.ir.ops import (
     is_pure_elementwise,
     is_removable_when_unused,
 )
+from tritone.ir.types import type_text
 
 from ...ir.layouts import (
     BlockedLayout,
@@ -498,6 +499,36 @@ class _Assigner:
                 widest = max(widest, layout.size_per_thread[layout.order[0]])
         return widest
 
+    def _tf32_across_k(self, op: Operation) -> bool:
+        """Whether tf32 dot `op` loads an operand contiguous along M or N. wgmma reads
+        32-bit tiles K-major only: such a tile is copied 4 bytes at a time, which on an
+        H100 took a 8192^3 matmul with a row-major b from mma.sync's 180 TFLOP/s to 86-93
+        (upstream's 88-93); with both tiles K-major wgmma gave 280-368 against 209-222."""
+        if type_text(op.operands[0].type.scalar) != "fp32":
+            return False
+        for index, k_dim in ((0, 1), (1, 0)):
+            source = self._loaded_contiguous_dim(op.operands[index])
+            if source is not None and source != k_dim:
+                return True
+        return False
+
+    def _loaded_contiguous_dim(self, value: Value) -> int | None:
+        """The dim along which the memory block `value` was loaded from is contiguous
+        (through permutes and layout conversions), or None for a value computed otherwise."""
+        op = value.defining_op
+        if op is None:
+            return None
+        if op.name == "convert_layout":
+            return self._loaded_contiguous_dim(op.operands[0])
+        if op.name == "permute":
+            inner = self._loaded_contiguous_dim(op.operands[0])
+            return None if inner is None else tuple(op.attrs["order"]).index(inner)
+        if op.name == "load" and _is_block(op.operands[0]):
+            return self._access_order(op.operands[0])[0]
+        if op.name in ("tma_load", "descriptor_load"):
+            return len(value.type.shape) - 1  # row-major tiles
+        return None
+
     def _access_order(self, ptr: Value) -> tuple[int, ...]:
         return coalesced_layout(ptr, self.infos.get(ptr), self.num_warps, vector=False).order
 
@@ -505,6 +536,8 @@ class _Assigner:
         chained = dot.chained_dots(self.fn) if self.dots else set()
         for op in self.dots:
             impl = dot.select(op, self.target, self.num_warps)
+            if impl.name == "wgmma" and self._tf32_across_k(op):
+                impl = dot.select(op, self.target, self.num_warps, skip=("wgmma",))
             op.attrs["implementation"] = impl.name
             self.offer(op.results[0], impl.infer_layout(op, self.target, self.num_warps, id(op) in chained))
         block_memory = [op for op in self.memory_ops if _is_block(op.operands[0])]

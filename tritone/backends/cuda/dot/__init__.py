@@ -99,16 +99,19 @@ def preferences(target: int) -> tuple[DotImplementation, ...]:
     return tuple(IMPLEMENTATIONS[name] for name in names)
 
 
-def select(op: Operation, target: int, num_warps: int | None = None) -> DotImplementation:
+def select(op: Operation, target: int, num_warps: int | None = None, skip: tuple[str, ...] = ()) -> DotImplementation:
     """The implementation that computes the dot `op` on compute capability `target`:
     the one recorded on the op (`implementation`, set by the layout pass), else the
-    first of `preferences(target)` that supports it (and fits `num_warps` warps)."""
+    first of `preferences(target)` not named in `skip` that supports it (and fits
+    `num_warps` warps)."""
     chosen = op.attrs.get("implementation")
     if chosen is not None:
         if chosen not in IMPLEMENTATIONS:
             raise ValueError(f"dot implementation {chosen!r} recorded on the dot at {op.loc} does not exist")
         return IMPLEMENTATIONS[chosen]
     for impl in preferences(target):
+        if impl.name in skip:
+            continue
         if impl.supports(op, target) and (num_warps is None or impl.fits(op, num_warps)):
             return impl
     a, b, acc = (type_text(v.type) for v in op.operands)

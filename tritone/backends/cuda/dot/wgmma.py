@@ -1,5 +1,6 @@
 """`tl.dot` on Hopper (sm_90a) with `wgmma.mma_async` (PTX_FACTS 10): fp16 and
-bf16 (k16), fp8 (k32, e4m3/e5m2, fp32 accumulators) and int8 (k32, int32).
+bf16 (k16), tf32 (k8; where both operands load along K, `layout_pass`), fp8
+(k32, e4m3/e5m2, fp32 accumulators) and int8 (k32, int32).
 
 A warpgroup (4 consecutive warps) multiplies a 64-row slab of `a` by `b`, both
 read by the tensor cores straight from shared memory through 64-bit matrix
@@ -51,7 +52,7 @@ from . import DotImplementation, register
 from .mma import OperandSource
 from .shared import TileGeometry, fenced_where_written, is_shared_tile, prologue_value, smem_address, tile_range
 
-_INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8"}
+_INPUTS = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", "fp8e5": "e5m2", "i8": "s8", "fp32": "tf32"}
 # accumulator type by input: PTX type and inline asm constraint
 _ACCUMULATORS = {"i8": ("satfinite.s32", "r")}  # int32 sums saturate, as mma.sync's .satfinite
 _FLOAT_ACCUMULATOR = ("f32", "f")
@@ -102,6 +103,8 @@ class Wgmma(DotImplementation):
             return False
         if type_text(acc.type.scalar) != ("i32" if ta == "i8" else "fp32"):
             return False
+        if ta == "fp32" and op.attrs.get("input_precision", "tf32") != "tf32":
+            return False  # tf32x3 (three products a dot) stays with mma.sync, ieee with the FMA path
         m, n = acc.type.shape
         k = a.type.shape[-1]
         limit = op.attrs.get("max_num_imprecise_acc") or 0
