@@ -45,8 +45,7 @@ def _access(nbytes: int, elem_bytes: int) -> tuple[str, str, str, int]:
 @emits("addptr")
 def emit_addptr(em: Emitter, op: Operation) -> None:
     add = _plus
-    import os
-    if _feeds_async_copy(em, op) and not os.environ.get("TT_PLUS"):
+    if _feeds_async_copy(em, op):
         em.declare_once(_SHIFT_ADD)
         add = _shift_add
     folded = _offset_terms(em, op)
