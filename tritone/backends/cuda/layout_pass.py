@@ -502,7 +502,7 @@ class _Assigner:
     def _tf32_across_k(self, op: Operation) -> bool:
         """Whether tf32 dot `op` loads an operand contiguous along M or N. wgmma reads
         32-bit tiles K-major only: such a tile is copied 4 bytes at a time, which on an
-        H100 took a 8192^3 matmul with a row-major b from mma.sync's 180 TFLOP/s to 86-93
+        H100 took an 8192^3 matmul with a row-major b from mma.sync's 180 TFLOP/s to 86-93
         (upstream's 88-93); with both tiles K-major wgmma gave 280-368 against 209-222."""
         if type_text(op.operands[0].type.scalar) != "fp32":
             return False
