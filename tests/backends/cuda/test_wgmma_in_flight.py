@@ -29,8 +29,8 @@ def descriptor_matmul(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.conste
     c_desc.store([0, 0], acc.to(tl.float16))
 
 
-def _descriptors(bm, bn, bk, c_bn):
-    return {"a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bn}, {bk}]>",
+def _descriptors(bm, bn, bk, c_bn, dtype="fp16"):
+    return {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
             "c_desc": f"tensordesc<fp16[{bm}, {c_bn}]>", "K": "i32"}
 
 
@@ -42,6 +42,9 @@ CASES = {
     "tma subtiled 128x256x64 w8": (subtiled_descriptor_matmul, _descriptors(128, 256, 64, 128),
                                    {"BM": 128, "BN": 256, "BK": 64}, 8, 3),
     "pointers 128x128x64 w4": (matmul_kernel, MATMUL_SIG, matmul_constexprs(128, 128, 64), 4, 3),
+    # tf32: both tiles K-major (a's rows and b's, transposed, along K)
+    "tma tf32 128x256x32 w8": (descriptor_matmul, _descriptors(128, 256, 32, 256, "fp32"),
+                               {"BM": 128, "BN": 256, "BK": 32}, 8, 3),
     # p @ v left in flight into the next trip (pipeline._scaled_in_flight)
     "attention d64 128x64 w4": (attention_kernel, ATTENTION_SIG,
                                 {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}, 4, 3),
@@ -62,6 +65,7 @@ def test_ptxas_keeps_the_wgmmas_in_flight(case):
     module = ir_module(fn, signature, constexprs, 90, warps, stages, divisible=[])
     source, name, metadata = generate_cuda(module, 90, {"num_warps": warps, "num_stages": stages})
     assert "wgmma.mma_async" in source
+    assert ("tf32.tf32" in source) == ("tf32" in case)
     result = nvrtc.compile(source, f"{name}.cu", 90, options=["-w", "--ptxas-options=--verbose"],
                            arch_suffix=metadata.get("arch_suffix", ""))
     assert "ptxas info" in result.log  # the verbose report is there to read
