@@ -295,8 +295,8 @@ class _Lowering:
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
         # in flight: wait for the trip before's group, unless a wait since drained it
         # (attention's `p @ v` after `q @ k`, which waited for every group)
-        pending = 1 if in_flight else 0
-        wait_for_dots(em, [(name, self.constraint)], count, pending, groups_before(op) == pending - 1)
+        wait_for_dots(em, [(name, self.constraint)], count, 1 if in_flight else 0,
+                      drained=in_flight and groups_before(op) == 0)
 
     def _issue(self, ptx_types: str, k: int, n: int, regs: list[str],
                steps: list[tuple[str | list[str], str, bool]], trans_a: int | None, trans_b: int) -> None:
@@ -391,7 +391,7 @@ def groups_before(op: Operation) -> int | None:
         elif prior.name == "dot_wait":
             pending = int(prior.attrs["pending"])
             count = pending if count is None else min(count, pending)
-        elif prior.regions and any(inner.name in ("dot", "dot_wait") for inner in list(prior.walk())[1:]):
+        elif any(inner is not prior and inner.name in ("dot", "dot_wait") for inner in prior.walk()):
             count = None
     return count
 
