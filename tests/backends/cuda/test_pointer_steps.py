@@ -236,3 +236,96 @@ def test_a_k_loop_with_stepped_pointers_matches_torch(K, monkeypatch):
     c = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
     matmul[(1,)](a, b, c, K, b.stride(0), BM=64, BN=64, BK=32)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-2)
+
+
+@triton.jit
+def scaled_rows(x_ptr, w_ptr, out_ptr, COLS: tl.constexpr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    """Inductor's looped reduction: `x_ptr + (r0_index + STRIDE*x0)` over a row in
+    chunks, then the row scaled and written through the same offsets."""
+    x0 = tl.program_id(0) + tl.arange(0, 1)[:, None]
+    r0_base = tl.arange(0, BLOCK)[None, :]
+    acc = tl.zeros([1, BLOCK], tl.float32)
+    for r0_offset in tl.range(0, COLS, BLOCK):
+        r0_index = r0_offset + r0_base
+        mask = r0_index < COLS
+        x = tl.load(x_ptr + (r0_index + STRIDE * x0), mask, other=0.0)
+        w = tl.load(w_ptr + r0_index, mask, other=0.0)
+        acc += x * w
+    total = tl.sum(acc, 1)[:, None]
+    for r0_offset in tl.range(0, COLS, BLOCK):
+        r0_index = r0_offset + r0_base
+        mask = r0_index < COLS
+        x = tl.load(x_ptr + (r0_index + STRIDE * x0), mask, other=0.0)
+        tl.store(out_ptr + (r0_index + STRIDE * x0), x * total, mask)
+
+
+_SCALED = {"x_ptr": "*fp32", "w_ptr": "*fp32", "out_ptr": "*fp32"}
+
+
+def _bases(module) -> list:
+    return [op for op in module.kernel.walk() if op.name == "addptr" and op.attrs.get("opaque")]
+
+
+def test_a_short_loops_addresses_add_their_trip_onto_a_base_made_before_it():
+    module = _ir(scaled_rows, _SCALED, {"COLS": 512, "STRIDE": 512, "BLOCK": 128})
+    pointer_steps.run(module)
+    loops = [op for op in module.kernel.walk() if op.name == "for"]
+    bases = _bases(module)
+    # x's base in each loop, out's in the second (w's offsets have no fixed part)
+    assert len(bases) == 3, print_module(module)
+    assert all(base.parent is loops[0].parent for base in bases)
+    for loop in loops:
+        for addptr in [op for op in loop.regions[0].ops if op.name == "addptr"]:
+            offsets = addptr.operands[1].defining_op
+            # what each trip adds: the trip counter plus the arange, no multiply left
+            assert offsets.name == "add" and offsets.operands[0].defining_op.name == "splat", print_module(module)
+            if addptr.operands[0].defining_op.name == "addptr":
+                assert addptr.operands[0].defining_op.attrs.get("opaque")
+    # the row offsets' multiply is made once, before the loops
+    assert not any(op.name == "mul" and op.results[0].type.scalar.is_int() for loop in loops
+                   for op in loop.regions[0].walk())
+
+
+@pytest.mark.parametrize("cols, stride, block", [
+    (512, 500, 128),   # rows 500 apart: only a multiple of 4, less than what a trip adds
+    (128, 512, 128),   # one trip: nothing to fold across trips
+    (8192, 8192, 128),  # 64 trips: not unrolled
+])
+def test_loops_whose_split_is_not_proven_or_not_unrolled_keep_their_offsets(cols, stride, block):
+    module = _ir(scaled_rows, _SCALED, {"COLS": cols, "STRIDE": stride, "BLOCK": block})
+    pointer_steps.run(module)
+    assert not _bases(module), print_module(module)
+
+
+def test_the_base_is_kept_in_registers_and_trips_added_zero_extended():
+    compiled = triton.compile(ASTSource(scaled_rows, _SCALED, {"COLS": 512, "STRIDE": 512, "BLOCK": 128},
+                                        {(i,): [["tt.divisibility", 16]] for i in range(3)}),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    cuda = compiled.asm["cuda"]
+    # one register pair a base (the row is the same in every register of a thread)
+    assert len(re.findall(r'asm volatile\(\"\" : \"\+l\"\(v\d+\[0\]\)\);', cuda)) == 3, cuda
+    assert not re.search(r'asm volatile\(\"\" : \"\+l\"\(v\d+\[[1-9]', cuda)
+    assert len(re.findall(r"= \(v\d+\[0\] \+ \(unsigned\)v\d+\[0\]\);", cuda)) == 4, cuda
+    # each trip's part of x's, w's and out's addresses is an immediate of the access: the
+    # row's offset is widened once (shared by the bases), not once a trip
+    ptx = compiled.asm["ptx"]
+    assert _ptx_count(ptx, r"ld\.global") == 12 and _ptx_count(ptx, r"mul\.wide\.s32") == 1, ptx
+
+
+def _ptx_count(ptx: str, pattern: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows, cols, stride, block", [(37, 512, 512, 128), (5, 1000, 1024, 256),
+                                                       (3, 500, 500, 128), (70000, 256, 256, 64)])
+def test_a_short_loop_with_a_base_reads_and_writes_what_torch_does(rows, cols, stride, block, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    x = torch.randn((rows, stride), device="cuda")
+    w = torch.randn((cols,), device="cuda")
+    out = torch.full((rows, stride), float("nan"), device="cuda")
+    scaled_rows[(rows,)](x, w, out, COLS=cols, STRIDE=stride, BLOCK=block)
+    expected = x[:, :cols] * (x[:, :cols] * w).sum(1, keepdim=True)
+    torch.testing.assert_close(out[:, :cols], expected, rtol=1e-4, atol=1e-3)
+    assert torch.isnan(out[:, cols:]).all()

@@ -16,6 +16,7 @@ from tritone.ir.layouts import DistributedLayout
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_memory import async_copies, vector_width
 from .codegen_types import ctype
+from .int_ranges import constant_int
 
 
 def _declare_copy(em: Emitter, value: Value, source: Value) -> str:
@@ -54,25 +55,17 @@ def _assign_all(em: Emitter, targets: list[str], values: list[str], types: list[
 # Triton gets the same from LLVM's full unrolling, which NVVM does not always do on
 # its own (NVRTC 13.0 kept Inductor's 4-trip bf16 reduction loops rolled, so each
 # thread had one 8-byte load in flight instead of four).
-_FULL_UNROLL_TRIPS = 16
+FULL_UNROLL_TRIPS = 16
 _FULL_UNROLL_BUDGET = 1024
 
 # Operations that make a loop's body a pipelined dot or TMA loop, or another loop:
 # their code size and scheduling are the pipelining pass's business, not unrolling's.
-_NOT_UNROLLED_PREFIXES = ("for", "while", "dot", "async_", "tma_", "descriptor_", "local_", "barrier")
-
-
-def _constant_int(value: Value) -> int | None:
-    op = value.defining_op
-    if op is None or op.name != "constant" or value.type.is_block():
-        return None
-    constant = op.attrs.get("value")
-    return constant if isinstance(constant, int) and not isinstance(constant, bool) else None
+NOT_UNROLLED_PREFIXES = ("for", "while", "dot", "async_", "tma_", "descriptor_", "local_", "barrier")
 
 
 def unroll_pragma(em: Emitter, op: Operation) -> str | None:
     """The `#pragma unroll` for `op`, a `for` (None: leave it to NVVM): the whole loop
-    where it has constant bounds, 2 to `_FULL_UNROLL_TRIPS` trips, no nested
+    where it has constant bounds, 2 to `FULL_UNROLL_TRIPS` trips, no nested
     loop, dot or asynchronous copy in its body, and the unrolled body stays under
     `_FULL_UNROLL_BUDGET` element operations per thread (the sum, over the body's
     operations, of the registers each result takes); where the whole loop is over that
@@ -81,15 +74,15 @@ def unroll_pragma(em: Emitter, op: Operation) -> str | None:
     consumes them, which is what a memory-bound loop (a reduction over a row in chunks)
     needs; unrolled in part only where some load of the body reads fewer than 16 bytes
     an access (a thread's loads of one trip already keep 16 bytes each in flight)."""
-    lb, ub, step = (_constant_int(v) for v in op.operands[:3])
+    lb, ub, step = (constant_int(v) for v in op.operands[:3])
     if lb is None or ub is None or step is None or step <= 0 or ub <= lb:
         return None
     trips = -(-(ub - lb) // step)
-    if not 2 <= trips <= _FULL_UNROLL_TRIPS:
+    if not 2 <= trips <= FULL_UNROLL_TRIPS:
         return None
     cost = 0
     for inner in op.regions[0].walk():
-        if inner.name.startswith(_NOT_UNROLLED_PREFIXES):
+        if inner.name.startswith(NOT_UNROLLED_PREFIXES):
             return None
         for result in inner.results:
             # a block held in shared memory (no per-thread registers) is left to its own passes

@@ -28,6 +28,7 @@ from .codegen_base import CodegenError, Emitter, emits, needs_scratch, register_
 from .codegen_elementwise import elementwise
 from .codegen_layout import _broadcast_map, _unique_registers, register_sources
 from .codegen_types import ctype, is_narrow_float, narrow, widen
+from .int_ranges import int_range
 
 # bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
 _ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short", 1), 4: ("b32", "r", "unsigned", 1),
@@ -50,7 +51,11 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
         add = _shift_add
     folded = _offset_terms(em, op)
     if folded is None:
+        if add is _plus and _never_negative(em, op.operands[1]):
+            add = _plus_unsigned
         elementwise(em, op, lambda xs: f"({add(xs[0], xs[1])})")
+        if op.attrs.get("opaque"):
+            _keep_as_computed(em, op.results[0])
         return
     base, terms = folded
     em.declare_once(_OPAQUE)
@@ -84,6 +89,33 @@ def _shift_add(pointer: str, offset: str) -> str:
 
 def _plus(pointer: str, offset: str) -> str:
     return f"{pointer} + {offset}"
+
+
+def _plus_unsigned(pointer: str, offset: str) -> str:
+    return f"{pointer} + (unsigned){offset}"
+
+
+def _never_negative(em: Emitter, offsets: Value) -> bool:
+    """Whether the i32 `offsets` are proven never negative (int_ranges): added to the
+    pointer zero-extended rather than sign-extended (the same address), the C++
+    compiler can move their constant part into the access's immediate offset, which
+    it does not do through a sign extension."""
+    if type_text(offsets.type.scalar) != "i32":
+        return False
+    bounds = int_range(offsets, em.memo.setdefault("int_ranges", {}))
+    return bounds is not None and bounds[0] >= 0
+
+
+def _keep_as_computed(em: Emitter, pointers: Value) -> None:
+    """Make the distinct registers of the block `pointers` opaque to the compiler (an
+    empty `asm` that may change them): a loop's address base (pointer_steps'
+    `_LoopBases`), which the compiler would otherwise fold back into every address."""
+    name = em.name(pointers)
+    mask = em.distinct_register_bits(pointers)
+    for reg in sorted({reg & mask for reg in range(em.nregs(pointers))}):
+        em.line(f'asm volatile("" : "+l"({name}[{reg}]));')
+    if mask != em.nregs(pointers) - 1:
+        em.for_registers(em.nregs(pointers), f"{name}[i] = {name}[i & {mask}];")
 
 
 def async_copies(em: Emitter) -> list[Operation]:
@@ -129,7 +161,8 @@ def _offset_terms(em: Emitter, op: Operation) -> tuple[str, list[tuple[Value, li
             return None
         if producer.name == "broadcast":
             to_src = (lambda inner, outer: lambda c: outer(inner(c)))(to_src, _broadcast_map(producer))
-        elif producer.name == "addptr" and type_text(producer.operands[1].type.scalar) == "i32":
+        elif producer.name == "addptr" and type_text(producer.operands[1].type.scalar) == "i32" \
+                and not producer.attrs.get("opaque"):
             offset = producer.operands[1]
             if not offset.type.is_block():
                 return None
