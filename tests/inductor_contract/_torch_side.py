@@ -40,11 +40,16 @@ def accesses(kernel, kwargs: dict) -> dict:
     handler = Collect(logging.WARNING)
     logger.addHandler(handler)
     try:
-        result = triton_kernel_wrap.identify_accessed_tensors(kernel, kwargs, {})
+        if hasattr(triton_kernel_wrap, "identify_accessed_tensors"):
+            result = triton_kernel_wrap.identify_accessed_tensors(kernel, kwargs, {})
+            reads = sorted(dep.name for dep in result.read_writes.reads)
+            writes = sorted(dep.name for dep in result.read_writes.writes)
+        else:  # torch before 2.13 looks for writes only
+            reads = None
+            writes = sorted(triton_kernel_wrap.identify_mutated_tensors(kernel, kwargs, {}))
     finally:
         logger.removeHandler(handler)
-    return {"reads": sorted(dep.name for dep in result.read_writes.reads),
-            "writes": sorted(dep.name for dep in result.read_writes.writes),
+    return {"reads": reads, "writes": writes,
             "gave_up": any("assuming every input is mutated" in w for w in warnings)}
 
 
@@ -356,7 +361,8 @@ def copied_user_kernel() -> dict:
 
 
 def main() -> None:
-    print(json.dumps({"analysis": analysis_results(), "functionalized": functionalized_add(),
+    release = [int(part) for part in torch.__version__.split("+")[0].split(".")[:2]]
+    print(json.dumps({"torch": release, "analysis": analysis_results(), "functionalized": functionalized_add(),
                       "functionalized_autotuned": functionalized_autotuned_copy(), "probes": probes(),
                       "helpers": helper_results(), "static_launcher": static_launcher(),
                       "compile_result": compile_result_round_trip(), "copied_user_kernel": copied_user_kernel(),

@@ -171,7 +171,9 @@ def test_torch_finds_exactly_what_each_kernel_reads_and_writes(torch_side, kerne
     _, _, reads, writes = _kernels.ACCESSES[kernel]
     found = torch_side["analysis"][kernel]
     assert not found["gave_up"]
-    assert (found["reads"], found["writes"]) == (sorted(reads), sorted(writes))
+    assert found["writes"] == sorted(writes)
+    if found["reads"] is not None or torch_side["torch"] >= [2, 13]:  # older releases find writes only
+        assert found["reads"] == sorted(reads)
 
 
 def test_impure_inline_asm_makes_torch_assume_every_argument_written_as_upstream(torch_side):

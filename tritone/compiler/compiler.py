@@ -384,6 +384,8 @@ class CompiledKernel:
             "triton_version": __version__, "tritone_version": __tritone_version__, "shared": 0,
             "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0,
             "profile_scratch_align": 1, "tensordesc_meta": None,
+            # Triton 3.5's field, which torch 2.9's launcher reads (`metadata.cluster_dims`)
+            "cluster_dims": (1, 1, 1),
         }
         # What the compilation reported (entry, params, shared, num_warps...) wins over the requested options.
         fields.update((key, value) for key, value in metadata.items() if key.isidentifier() and key[0] != "_")
