@@ -14,7 +14,7 @@ from tritone.ir.core import Operation, Value
 from tritone.ir.layouts import DistributedLayout
 
 from .codegen_base import CodegenError, Emitter, emits
-from .codegen_memory import async_copies, vector_width
+from .codegen_memory import async_copies, pin_registers, vector_width
 from .codegen_types import ctype
 from .int_ranges import constant_int
 
@@ -137,27 +137,12 @@ def _copy_offsets(em: Emitter, op: Operation) -> list[Value]:
     return found
 
 
-def _pin(em: Emitter, value: Value) -> None:
-    """Make `value`'s distinct registers opaque to the compiler (an empty `asm` that may
-    change them), so that it keeps them in registers through the loop that follows
-    rather than computing them again on every trip from what they were made of: NVVM
-    did that with a persistent matmul's copy offsets (tutorial 09, sm_90: 244 SASS
-    instructions a K trip, 192 pinned, 2 more registers)."""
-    name = em.name(value)
-    mask = em.distinct_register_bits(value)
-    constraint = "l" if value.type.scalar.int_bitwidth == 64 else "r"
-    for reg in sorted({reg & mask for reg in range(em.nregs(value))}):
-        em.line(f'asm volatile("" : "+{constraint}"({name}[{reg}]));')
-    if mask != em.nregs(value) - 1:
-        em.for_registers(em.nregs(value), f"{name}[i] = {name}[i & {mask}];")
-
-
 @emits("for")
 def emit_for(em: Emitter, op: Operation) -> None:
     lb, ub, step = (em.name(v) for v in op.operands[:3])
     body = op.regions[0]
     for value in _copy_offsets(em, op):
-        _pin(em, value)
+        pin_registers(em, value)
     carried = [_declare_copy(em, result, init) for result, init in zip(op.results, op.operands[3:])]
     for arg, result, name in zip(body.args[1:], op.results, carried):
         em.bind(arg, name)
