@@ -16,7 +16,7 @@ from tritone.ir.layouts import DistributedLayout
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_memory import async_copies, pin_registers, vector_width
 from .codegen_types import ctype
-from .int_ranges import constant_int
+from .int_ranges import constant_trips
 
 
 def _declare_copy(em: Emitter, value: Value, source: Value) -> str:
@@ -74,10 +74,10 @@ def unroll_pragma(em: Emitter, op: Operation) -> str | None:
     consumes them, which is what a memory-bound loop (a reduction over a row in chunks)
     needs; unrolled in part only where some load of the body reads fewer than 16 bytes
     an access (a thread's loads of one trip already keep 16 bytes each in flight)."""
-    lb, ub, step = (constant_int(v) for v in op.operands[:3])
-    if lb is None or ub is None or step is None or step <= 0 or ub <= lb:
+    bounds = constant_trips(op)
+    if bounds is None:
         return None
-    trips = -(-(ub - lb) // step)
+    trips = bounds[2]
     if not 2 <= trips <= FULL_UNROLL_TRIPS:
         return None
     cost = 0

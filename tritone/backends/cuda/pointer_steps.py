@@ -53,7 +53,7 @@ from ...ir.types import block_type, int64, type_text
 from ...passes import dce
 from . import axis_info
 from .codegen_control import FULL_UNROLL_TRIPS, NOT_UNROLLED_PREFIXES
-from .int_ranges import constant_int, int_range
+from .int_ranges import constant_trips, int_range
 
 
 def run(module: Module, ctx=None) -> None:
@@ -336,10 +336,8 @@ def _rebuildable(value: Value) -> bool:
 def _short_loop(loop: Operation) -> bool:
     """Whether `loop` has constant bounds, 2 to `FULL_UNROLL_TRIPS` trips and a body
     the code generator may unroll (no nested loop, dot or asynchronous copy)."""
-    lower, upper, step = (constant_int(v) for v in loop.operands[:3])
-    if lower is None or upper is None or step is None or step <= 0 or upper <= lower:
-        return False
-    if not 2 <= -(-(upper - lower) // step) <= FULL_UNROLL_TRIPS:
+    bounds = constant_trips(loop)
+    if bounds is None or not 2 <= bounds[2] <= FULL_UNROLL_TRIPS:
         return False
     return not any(op.name.startswith(NOT_UNROLLED_PREFIXES) for op in loop.regions[0].walk())
 
