@@ -166,6 +166,13 @@ def build_kernel_module() -> Module:
     # ... and the copy engine's, over mbarriers
     barriers = b.create_value("local_buffer", [], block_type(int64, [2], SwizzledSharedLayout(1, 1, 1, (0,))))
     b.create("mbarrier_init", [barriers])
+    b.create("mbarrier_init", [barriers], [], {"count": 4})
+    # a warp-specialized loop's producer warp, and the consumers' side of it
+    producer = Region()
+    Builder(producer).create("yield")
+    b.create("warp_roles", [], [], {"num_warps": 4}, [producer])
+    b.create("mbarrier_release", [barriers, pid])
+    b.create("warp_join", [], [], {"num_warps": 4})
     b.create("mbarrier_arrive", [barriers, pid, nan_padding], [], {"bytes": 64})
     b.create("tma_copy", [buffer, pid, barriers, made, pid, pid, nan_padding], [], {"box": (1, 16)})
     b.create("mbarrier_wait", [barriers, pid, pid])

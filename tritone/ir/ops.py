@@ -279,10 +279,16 @@ def _build_table() -> dict[str, OpSpec]:
         # of i64, one per stage) are initialised, arrived on (mbarriers, stage, in range) announcing
         # `bytes`, waited on (mbarriers, stage, phase) and invalidated
         OpSpec("tma_copy", 6, None, 0, {"box": _attr(_TUPLE)}, effect=WRITE),
-        OpSpec("mbarrier_init", 1, 1, 0, effect=WRITE),
+        OpSpec("mbarrier_init", 1, 1, 0, {"count": _optional(_INT)}, effect=WRITE),
         OpSpec("mbarrier_arrive", 3, 3, 0, {"bytes": _attr(_INT)}, effect=WRITE),
         OpSpec("mbarrier_wait", 3, 3, 0, effect=WRITE),
         OpSpec("mbarrier_inval", 1, 1, 0, effect=WRITE),
+        # a warp-specialized loop (`warp_specialize.py`): the producer warp's code (the region; the
+        # warp returns after it), each consumer warp's arrival on mbarriers (mbarriers, slot), and
+        # the consumers' wait for the producer to be done
+        OpSpec("warp_roles", 0, 0, 0, {"num_warps": _attr(_INT)}, (RegionSpec("producer", "yield"),), effect=WRITE),
+        OpSpec("mbarrier_release", 2, 2, 0, effect=WRITE),
+        OpSpec("warp_join", 0, 0, 0, {"num_warps": _attr(_INT)}, effect=WRITE),
         OpSpec("tma_store", 3, None, 0, effect=WRITE),
         # waits for asynchronous dots (wgmma) accumulating into its operands
         OpSpec("dot_wait", 0, None, 0, {"pending": _attr(_INT)}, effect=WRITE),
@@ -293,7 +299,7 @@ def _build_table() -> dict[str, OpSpec]:
 OP_SPECS: dict[str, OpSpec] = _build_table()
 
 # Ops whose regions end with `yield` (the others are `condition` and `return`).
-YIELD_PARENTS = ("for", "if", "while", "reduce", "scan", "map_elementwise")
+YIELD_PARENTS = ("for", "if", "while", "reduce", "scan", "map_elementwise", "warp_roles")
 
 # Ops whose regions see only their own arguments: the CUDA backend emits a
 # combine region as a device function of its own, so a pass must not make it

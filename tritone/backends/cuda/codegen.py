@@ -101,7 +101,9 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
         params.append((GLOBAL_SCRATCH, "unsigned char*", 8))
     em.emit_region(fn.body)
 
-    threads = 32 * options.num_warps
+    # a warp-specialized kernel's producer warp runs beside the num_warps the code was laid out for
+    warps = options.num_warps + int(fn.attrs.get("warp_specialized", 0))
+    threads = 32 * warps
     signature = ", ".join(f"{c} {p}" for p, c, _ in params)
     # A dot kernel says one block per multiprocessor is enough: without that, ptxas
     # holds registers down for occupancy (attention's 8-warp loop: 172 registers
@@ -128,7 +130,7 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     kernel += em.lines
     kernel.append("}")
     source = "\n".join([prelude(target), *em.helpers, "", *kernel, ""])
-    metadata = {"name": fn.name, "num_warps": options.num_warps, "threads": threads, "shared": shared,
+    metadata = {"name": fn.name, "num_warps": warps, "threads": threads, "shared": shared,
                 "target": target, "params": params}
     if global_scratch:
         metadata["global_scratch_size"] = global_scratch

@@ -177,6 +177,12 @@ class Emitter:
         self.memo: dict = {}
         # what the `yield`/`condition` ending the region being generated does with its operands
         self.terminators: list[Callable[[list[str]], None]] = []
+        # the threads running the code being generated: the condition picking the one
+        # that issues for them all, the barrier among them, and how many they are (a
+        # warp-specialized kernel's producer warp and consumer warps differ from the block)
+        self.leader = "threadIdx.x == 0"
+        self.block_sync = "__syncthreads();"
+        self.threads = 32 * options.num_warps
 
     # -- text ----------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -368,7 +374,7 @@ class Emitter:
         return f"reinterpret_cast<{ctype_name}*>(tt_smem + {start})"
 
     def barrier(self) -> None:
-        self.line("__syncthreads();")
+        self.line(self.block_sync)
         self.shared_accesses = []
 
     def shared_access(self, start: int, end: int, write: bool) -> None:

@@ -412,7 +412,7 @@ def _store_staged_by_threads(em: Emitter, op: Operation, element: str, staging: 
     base = em.name(op.operands[3 + rank])
     sizes = [em.name(v) for v in op.operands[4 + rank:4 + 2 * rank]]
     strides = [em.name(v) for v in op.operands[4 + 2 * rank:4 + 3 * rank]]
-    em.open(f"for (int tt_e = threadIdx.x; tt_e < {math.prod(shape)}; tt_e += blockDim.x)")
+    em.open(f"for (int tt_e = threadIdx.x; tt_e < {math.prod(shape)}; tt_e += {em.threads})")
     coords, inside, address = [], [], []
     for d in range(rank):
         below = math.prod(shape[d + 1:])
@@ -536,9 +536,13 @@ def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
     barriers = op.operands[0]
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
-    em.open("if (threadIdx.x == 0)")
+    count = int(op.attrs.get("count", 1))
+    if count != 1:
+        em.declare_once(_WARP_ROLE_HELPERS)
+    em.open(f"if ({em.leader})")
     for stage in range(barriers.type.shape[0]):
-        em.line(f"tt_mbarrier_init({_mbarrier(em, barriers, str(stage))});")
+        address = _mbarrier(em, barriers, str(stage))
+        em.line(f"tt_mbarrier_init({address});" if count == 1 else f"tt_mbarrier_init_count({address}, {count});")
     em.close()
     em.barrier()  # initialised before any thread waits on them
 
@@ -548,7 +552,7 @@ def emit_mbarrier_arrive(em: Emitter, op: Operation) -> None:
     barriers, slot, in_range = op.operands
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
-    em.line(f"tt_mbarrier_expect_tx_if(threadIdx.x == 0 && {em.name(in_range)}, "
+    em.line(f"tt_mbarrier_expect_tx_if({em.leader} && {em.name(in_range)}, "
             f"{_mbarrier(em, barriers, em.name(slot))}, {int(op.attrs['bytes'])}u);")
 
 
@@ -564,7 +568,7 @@ def emit_mbarrier_wait(em: Emitter, op: Operation) -> None:
 def emit_mbarrier_inval(em: Emitter, op: Operation) -> None:
     barriers = op.operands[0]
     em.barrier()  # every thread is past its last wait
-    em.open("if (threadIdx.x == 0)")
+    em.open(f"if ({em.leader})")
     for stage in range(barriers.type.shape[0]):
         em.line(f"tt_mbarrier_inval({_mbarrier(em, barriers, str(stage))});")
     em.close()
@@ -590,10 +594,63 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
     em.line(f"const unsigned tt_stage = {smem_address(em)} + {em.name(buffer)} + (unsigned)({em.name(slot)}) * "
             f"{stage_bytes}u;")
     em.line(f"const unsigned tt_bar = {_mbarrier(em, barriers, em.name(slot))};")
-    em.line(f"const unsigned tt_issue = threadIdx.x == 0 && {in_range};")
+    em.line(f"const unsigned tt_issue = {em.leader} && {in_range};")
     for column in range(0, width, box_columns):
         for row in range(0, rows, box_rows):
             at = (column * rows + row * box_columns) * eb
             em.line(f"tt_tma_load_{rank}d_if(tt_issue, tt_stage + {at}u, {em.name(tensormap)}, tt_bar, "
                     f"{offsets[0]} + {row}, {offsets[1]} + {column});")
     em.close()
+
+
+# -- a warp-specialized loop (`warp_specialize.py`) ------------------------------------------------
+
+_WARP_ROLE_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init_count(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\t"
+               "fence.mbarrier_init.release.cluster;\n\t"
+               "fence.proxy.async.shared::cta;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void tt_mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}"""
+
+# the named barriers of a specialized kernel: 0 is the whole block's (__syncthreads)
+_CONSUMER_BARRIER, _JOIN_BARRIER = 1, 2
+
+
+@emits("warp_roles")
+def emit_warp_roles(em: Emitter, op: Operation) -> None:
+    """The producer warp (warp `num_warps`) runs the region and returns, telling
+    the consumers at the join barrier; the code after it is the consumer warps'."""
+    consumers = 32 * int(op.attrs["num_warps"])
+    em.open(f"if (tt_warp == {consumers // 32})")
+    em.leader, em.block_sync, em.threads = f"threadIdx.x == {consumers}", "__syncwarp();", 32
+    em.shared_accesses = None
+    em.terminators.append(lambda names: None)
+    try:
+        em.emit_region(op.regions[0])
+    finally:
+        em.terminators.pop()
+    em.line(f'asm volatile("bar.arrive {_JOIN_BARRIER}, {consumers + 32};" ::: "memory");')
+    em.line("return;")
+    em.close()
+    em.leader, em.threads = "threadIdx.x == 0", consumers
+    em.block_sync = f'asm volatile("bar.sync {_CONSUMER_BARRIER}, {consumers};" ::: "memory");'
+    em.shared_accesses = None
+
+
+@emits("warp_join")
+def emit_warp_join(em: Emitter, op: Operation) -> None:
+    consumers = 32 * int(op.attrs["num_warps"])
+    em.line(f'asm volatile("bar.sync {_JOIN_BARRIER}, {consumers + 32};" ::: "memory");')
+
+
+@emits("mbarrier_release")
+def emit_mbarrier_release(em: Emitter, op: Operation) -> None:
+    """Each warp, all its threads done with the slot, arrives on its mbarrier once."""
+    barriers, slot = op.operands
+    em.declare_once(SHARED_ADDRESS)
+    em.declare_once(_MBARRIER_HELPERS)
+    em.declare_once(_WARP_ROLE_HELPERS)
+    em.line("__syncwarp();")
+    em.line(f"if (tt_lane == 0) tt_mbarrier_arrive({_mbarrier(em, barriers, em.name(slot))});")

@@ -1,0 +1,276 @@
+"""Warp specialization (`tl.range(..., warp_specialize=True)`) on sm_90: a TMA-pipelined
+loop's copies move to one producer warp beyond the kernel's `num_warps`, which waits
+on per-stage `empty` mbarriers the consumer warps arrive on; the consumers keep the
+rest of the kernel and synchronise among themselves (named barrier 1). Without a
+GPU: the generated CUDA's two roles, what is left single-role, the interpreter; on
+one (`gpu` marker): matmuls and attention against torch, trip counts from one up."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import tritone as triton
+import tritone.language as tl
+from tritone.backends.compiler import GPUTarget
+from tritone.backends.cuda.lowering import generate_cuda
+from tritone.compiler.compiler import ASTSource, make_ir
+
+
+@triton.jit
+def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+              WS: tl.constexpr, STAGES: tl.constexpr):
+    """C = A @ B through descriptors made here, its K loop warp-specialized when WS."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES, warp_specialize=WS):
+        acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def ws_host_matmul(a_desc, b_desc, c_desc, K, BK: tl.constexpr):
+    """ws_matmul's loop over host descriptors (tutorial 09's TMA kernel)."""
+    BM: tl.constexpr = c_desc.block_shape[0]
+    BN: tl.constexpr = c_desc.block_shape[1]
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, warp_specialize=True):
+        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([pid_n * BN, k]).T, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def ws_pointer_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One tile through pointer loads (cp.async): nothing for a producer warp to issue."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, warp_specialize=True):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def ws_attention(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Attention forward over descriptors made here (tutorial 06's Hopper form): rows
+    of all heads stacked, one BLOCK_M of one head per program."""
+    start_m, off_h = tl.program_id(0), tl.program_id(1)
+    rows = tl.num_programs(1) * N_CTX
+    q_desc = tl.make_tensor_descriptor(q_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    v_desc = tl.make_tensor_descriptor(v_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    base = off_h * N_CTX
+    q = q_desc.load([base + start_m * BLOCK_M, 0])
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=True):
+        k = k_desc.load([base + start_n, 0])
+        qk = tl.dot(q, k.T)
+        if CAUSAL:
+            qk = qk * qk_scale + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = v_desc.load([base + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    o_desc.store([base + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(o_desc.dtype))
+
+
+_MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+
+
+def _cuda(fn, signature, constexprs, num_warps=4, num_stages=3, arch=90):
+    """(CUDA source, metadata) of `fn` for sm_`arch`, without a GPU."""
+    signature = dict(signature, **{name: "constexpr" for name in constexprs})
+    module = make_ir(ASTSource(fn, signature, constexprs, {}), GPUTarget("cuda", arch, 32),
+                     {"num_warps": num_warps, "num_stages": num_stages})
+    source, _, metadata = generate_cuda(module, arch, {"num_warps": num_warps, "num_stages": num_stages})
+    return source, metadata
+
+
+def _matmul_cuda(ws=True, num_warps=4, stages=3, arch=90):
+    return _cuda(ws_matmul, _MATMUL_SIG, {"BM": 128, "BN": 128, "BK": 64, "WS": ws, "STAGES": stages},
+                 num_warps, stages, arch)
+
+
+def _roles(source: str) -> tuple[str, str, str]:
+    """(the code every thread runs, the producer's, the consumers') of a specialized kernel."""
+    start = source.index('extern "C" __global__')
+    split = re.search(r"\n  if \(tt_warp == \d+\) \{\n", source[start:])
+    assert split is not None, "no producer branch"
+    head = source[start:start + split.start()]
+    rest = source[start + split.end():]
+    end = rest.index("\n    return;\n  }\n")
+    return head, rest[:end], rest[end:]
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_the_copies_move_to_one_producer_warp(num_warps):
+    source, metadata = _matmul_cuda(num_warps=num_warps)
+    consumers = 32 * num_warps
+    # one warp beyond the kernel's: launched with it, and reported as Triton reports a
+    # specialized kernel's total
+    assert metadata["num_warps"] == num_warps + 1 and metadata["threads"] == consumers + 32
+    assert f"__launch_bounds__({consumers + 32}, 1)" in source
+    head, producer, consumers_code = _roles(source)
+    assert f"if (tt_warp == {num_warps})" in source
+    # every mbarrier and tensor map is made before the split, by every thread
+    assert head.count("tt_mbarrier_init(") == 3 and head.count("tt_mbarrier_init_count(") == 3
+    assert f", {num_warps});" in head  # `empty`: one arrival per consumer warp
+    assert head.count("tensormap.cp_fenceproxy") == 2  # a's and b's maps (c's is the consumers')
+    # the producer issues all copies (the prologue's two stages and the loop's) from its
+    # first thread, waiting on `empty` in the loop; the consumers issue none
+    assert producer.count("tt_tma_load_2d_if(") == 6
+    assert f"threadIdx.x == {consumers} &&" in producer and "threadIdx.x == 0 &&" not in producer
+    loop = producer[producer.index("for ("):]
+    assert loop.index("tt_mbarrier_wait(") < loop.index("tt_tma_load_2d_if(")
+    assert "wgmma" not in producer and "__syncthreads" not in producer
+    assert f'asm volatile("bar.arrive 2, {consumers + 32};"' in producer
+    assert "tt_tma_load_2d_if" not in consumers_code and "tt_mbarrier_expect_tx" not in consumers_code
+    # the consumers' loop frees each stage per warp where the block barrier stood, and
+    # their barriers are among themselves
+    loop_end = consumers_code.index("wgmma.wait_group.sync.aligned 0")
+    consumer_loop = consumers_code[consumers_code.index("for ("):loop_end]
+    assert "wgmma.mma_async" in consumer_loop and "tt_mbarrier_wait(" in consumer_loop
+    assert "__syncwarp();\n" in consumer_loop and "if (tt_lane == 0) tt_mbarrier_arrive(" in consumer_loop
+    assert "__syncthreads" not in consumers_code and f"bar.sync 1, {consumers};" in consumers_code
+    # after the loop they wait for the producer before the mbarriers go
+    join = consumers_code.index(f'asm volatile("bar.sync 2, {consumers + 32};"')
+    assert join < consumers_code.index("tt_mbarrier_inval(")
+
+
+def test_without_the_flag_nothing_changes():
+    source, metadata = _matmul_cuda(ws=False)
+    assert metadata["num_warps"] == 4 and metadata["threads"] == 128
+    assert "tt_warp == 4" not in source and "bar.sync 1" not in source and "tt_mbarrier_arrive" not in source
+    assert source.count("tt_tma_load_2d_if(tt_issue") == 6
+
+
+def test_host_descriptors_are_specialized_too():
+    signature = {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[128, 64]>",
+                 "c_desc": "tensordesc<fp16[128, 128]>", "K": "i32"}
+    source, metadata = _cuda(ws_host_matmul, signature, {"BK": 64}, 4, 4)
+    assert metadata["num_warps"] == 5
+    _, producer, consumers = _roles(source)
+    assert producer.count("tt_tma_load_2d_if(") == 8 and "tt_tma_load" not in consumers
+
+
+def test_pointer_loads_and_older_targets_stay_single_role():
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
+    source, metadata = _cuda(ws_pointer_matmul, signature, {"BM": 128, "BN": 128, "BK": 64})
+    assert metadata["num_warps"] == 4 and "tt_warp == 4" not in source
+    source, metadata = _matmul_cuda(arch=80)
+    assert metadata["num_warps"] == 4 and "tt_warp == 4" not in source
+
+
+def test_attention_keeps_its_query_and_output_with_the_consumers():
+    signature = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "sm_scale": "fp32",
+                 "N_CTX": "i32"}
+    source, metadata = _cuda(ws_attention, signature, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
+                                                       "CAUSAL": True})
+    assert metadata["num_warps"] == 5
+    head, producer, consumers = _roles(source)
+    # K's and V's maps are made before the split, Q's and O's by the consumers
+    assert head.count("tensormap.cp_fenceproxy") == 2 and consumers.count("tensormap.cp_fenceproxy") == 2
+    assert "wgmma" not in producer and consumers.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
+
+
+def test_nvrtc_compiles_both_roles():
+    from tritone.backends.cuda.bindings import libs
+
+    try:
+        nvrtc = libs.nvrtc_for(90).nvrtc
+    except libs.LibraryNotFound as exc:  # pragma: no cover - NVRTC is a test dependency
+        pytest.skip(f"no NVRTC: {exc}")
+    source, metadata = _matmul_cuda()
+    result = nvrtc.compile(source, "ws_matmul.cu", 90, options=["-w"], arch_suffix=metadata.get("arch_suffix", ""))
+    assert "bar.arrive 2, 160;" in result.ptx and "bar.sync 1, 128;" in result.ptx
+    assert re.search(r"mbarrier\.arrive\.shared::cta\.b64\s+_, \[", result.ptx)
+    assert "cp.async.bulk.tensor.2d" in result.ptx and "wgmma.mma_async" in result.ptx
+
+
+def test_the_interpreter_computes_the_same(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    rng = np.random.default_rng(7)
+    M, N, K = 64, 32, 80
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    triton.set_allocator(lambda size, align, stream: np.empty(size, np.int8))
+    try:
+        ws_matmul[(2, 1)](a, b, c, M, N, K, 32, 32, 32, True, 3)
+    finally:
+        triton.set_allocator(None)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32).T, rtol=2e-2,
+                               atol=2e-2)
+
+
+# -- on the GPU -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def gpu(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITONE_INTERPRET", raising=False)
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    yield torch
+    triton.set_allocator(None)
+
+
+def _sm90(torch) -> None:
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("warp specialization needs sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K", [(256, 256, 64), (256, 384, 192), (200, 136, 520), (512, 512, 2048)])
+@pytest.mark.parametrize("num_warps, stages", [(4, 3), (8, 4), (4, 2)])
+def test_matmul_on_the_gpu(M, N, K, num_warps, stages, gpu):
+    torch = gpu
+    _sm90(torch)
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(M, 128), triton.cdiv(N, 128))
+    kernel = ws_matmul[grid](a, b, c, M, N, K, 128, 128, 64, True, stages, num_warps=num_warps, num_stages=stages)
+    assert kernel.metadata.num_warps == num_warps + 1
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim, causal, n_ctx", [(64, False, 1024), (64, True, 640), (128, False, 384),
+                                                     (128, True, 128)])
+def test_attention_on_the_gpu(head_dim, causal, n_ctx, gpu):
+    torch = gpu
+    _sm90(torch)
+    heads, scale = 6, 1 / math.sqrt(head_dim)
+    q, k, v = (torch.randn((heads, n_ctx, head_dim), device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    kernel = ws_attention[(n_ctx // 128, heads)](q, k, v, o, scale, n_ctx, head_dim, 128, 64, causal,
+                                                 num_warps=4 if head_dim == 64 else 8)
+    assert kernel.metadata.num_warps in (5, 9)
+    expected = torch.nn.functional.scaled_dot_product_attention(q[None].float(), k[None].float(), v[None].float(),
+                                                                is_causal=causal, scale=scale)[0]
+    torch.testing.assert_close(o.float(), expected, rtol=1e-2, atol=1e-2)
