@@ -24,6 +24,10 @@ The whole lowering of a kernel, in order (`generate_cuda`):
    - `pipeline`: loads feeding dots in loops become `cp.async` copies into
      multi-stage shared buffers, issued `num_stages - 1` trips ahead (8.0+);
    - `smem`: shared memory for tiles and scratch, by liveness;
+  - `warp_specialize`: on sm_90+, a TMA-pipelined loop under
+    `tl.range(..., warp_specialize=True)` gets a producer warp issuing its
+    copies, where that costs no blocks per multiprocessor (shared memory
+    placed again after);
 3. `codegen`: per-thread C++ over register arrays, after the prelude.
 """
 
@@ -37,7 +41,7 @@ from tritone.errors import OutOfResources
 from tritone.ir.core import Module
 from tritone.passes import lower_descriptors, run_pipeline
 
-from . import layout_pass, pipeline, pointer_steps, smem, tma
+from . import layout_pass, pipeline, pointer_steps, smem, tma, warp_specialize
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
 from .dot import accumulate, operands
@@ -47,7 +51,7 @@ __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max
 # The GPU passes, in the order they run (after the frontend's passes). A new
 # pass is one module with `run(module, ctx)` and one entry here.
 GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, pointer_steps, layout_pass, operands,
-                                      pipeline, smem)
+                                      pipeline, smem, warp_specialize)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,

@@ -76,7 +76,6 @@ from tritone.ir.ops import has_side_effects, is_pure, is_pure_elementwise, is_ze
 from tritone.ir.types import block_type, int1, int32, int64
 
 from ...ir.layouts import NvmmaSharedLayout, SwizzledSharedLayout
-from . import warp_specialize
 from .axis_info import AxisInfoMap, analyze
 from .dot.shared import TileGeometry, copy_plan, is_shared_tile, tile_bytes
 from .smem import scratch_bytes
@@ -101,7 +100,7 @@ def run(module: Module, ctx=None) -> None:
             continue
         infos = analyze(fn)
         for loop, stages in loops:
-            pipeline_loop(fn, loop, stages, infos, options.get("max_shared"), int(options.get("num_warps", 4)))
+            pipeline_loop(fn, loop, stages, infos, options.get("max_shared"))
 
 
 @dataclass
@@ -366,7 +365,7 @@ def _branches_reading(body: Region, dot: Operation, users) -> list[Region] | Non
 
 
 def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap,
-                  shared_limit: int | None = None, num_warps: int = 4) -> bool:
+                  shared_limit: int | None = None) -> bool:
     """Pipeline `loop` over `stages` buffers if it can be done exactly; whether it was.
     Where the tiles' addresses come from loads of the loop (indirect loads) and that
     many stages of tiles would not fit in `shared_limit` bytes, the stages are
@@ -406,7 +405,7 @@ def pipeline_loop(fn: Function, loop: Operation, stages: int, infos: AxisInfoMap
             return False
     if any(users.get(loop.results[i]) for i in ahead):
         return False
-    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users, shared_limit, num_warps)
+    _rewrite(fn, loop, stages, chains, slice_ops, ahead, needed, users, shared_limit)
     return True
 
 
@@ -593,10 +592,9 @@ def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot:
 
 def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], slice_ops: list[Operation],
              ahead: set[int], needed: set[int], users: dict[Value, list[Operation]],
-             shared_limit: int | None, num_warps: int) -> None:
+             shared_limit: int | None) -> None:
     body = loop.regions[0]
     parent = loop.parent
-    existing = {id(op) for op in parent.ops}
     lb, ub, step = loop.operands[:3]
     iv_ty = lb.type
     prefetch = stages - 1
@@ -701,7 +699,7 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         replace_all_uses(new_body, old, new)
 
     # the copies for trip iv + prefetch * step, into the stage every thread has finished reading
-    sync = nb.op("barrier", [])
+    nb.op("barrier", [])
     iv_ahead = nb.value("add", [new_body.args[0], nb.value("mul", [step, nb.constant(prefetch, iv_ty)], iv_ty)],
                         iv_ty)
     in_range = nb.value("cmp", [iv_ahead, ub], int1, pred="lt")
@@ -810,9 +808,6 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     for old, new in zip(loop.results, new_loop.results):
         replace_all_uses(fn.body, old, new)
     parent.ops.remove(loop)
-    if loop.attrs.get("warp_specialize") and barriers is not None and plan is None:
-        made = [op for op in parent.ops[:parent.ops.index(new_loop)] if id(op) not in existing]
-        warp_specialize.specialize(fn, new_loop, made, sync, num_warps)
 
 
 def _own_map(fn: Function, tensormap: Value) -> Value:

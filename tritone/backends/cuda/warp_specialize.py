@@ -38,12 +38,70 @@ anything but scalar arithmetic (block values, loads, ops with regions).
 
 from __future__ import annotations
 
-from tritone.ir.core import Function, Operation, Region, Value, clone_operation
+from tritone.ir.core import Function, Module, Operation, Region, Value, clone_operation
 from tritone.ir.ops import is_pure
+
+from . import smem
+from .dot.shared import tile_bytes
 
 ISSUES = ("mbarrier_arrive", "tma_copy")
 # ops the producer and the consumers share from before the split
 _SHARED = ("local_buffer", "mbarrier_init", "tensormap_create")
+
+
+def run(module: Module, ctx=None) -> None:
+    """Specialize the first TMA-pipelined loop of the kernel that asks for it, where
+    the kernel keeps one block per multiprocessor anyway (see `worthwhile`), then
+    place shared memory again."""
+    options = getattr(ctx, "options", None) or {}
+    if int(options.get("target", 80)) < 90:
+        return
+    fn = module.kernel
+    max_shared = options.get("max_shared")
+    for loop in [op for op in fn.body.ops if op.name == "for" and op.attrs.get("warp_specialize")]:
+        found = _pipelined(fn, loop)
+        if found is None or not worthwhile(fn, found[0], int(module.attrs.get("shared", 0)), max_shared):
+            continue
+        if specialize(fn, loop, *found, int(options.get("num_warps", 4))):
+            smem.run(module, ctx)
+            return
+
+
+def worthwhile(fn: Function, made: list[Operation], shared: int, max_shared: int | None) -> bool:
+    """Whether specializing the loop of `fn` that the pipeline made `made` for (the
+    stages, mbarriers and prologue before it; `fn` needs `shared` bytes) costs
+    no blocks per multiprocessor and surely fits: its shared memory already keeps a
+    second block off the multiprocessor (otherwise the producer warp, allocated
+    registers like every warp, would: an H100 ran a 4-warp attention at 2 blocks
+    per multiprocessor single-role and at 1 specialized, 27% slower), and it stays
+    within `max_shared` with every tile and scratch buffer before the loop, which
+    then lives beside the stages, counted again."""
+    if not max_shared:
+        return False
+    # a multiprocessor holds max_shared + 1 KiB, each block reserving 1 KiB (sm_90, sm_100)
+    if 2 * (shared + 1024) <= max_shared + 1024:
+        return False
+    before = [inner for op in fn.body.ops[:fn.body.ops.index(made[0])] for inner in op.walk()]
+    extra = sum(tile_bytes(op.results[0].type) + 1024 for op in before if op.name in ("local_alloc", "local_buffer"))
+    extra += sum(smem.scratch_bytes(op) + 128 for op in before)
+    return shared + extra + 1024 <= max_shared
+
+
+def _pipelined(fn: Function, loop: Operation) -> tuple[list[Operation], Operation] | None:
+    """(the ops `pipeline.py` put before `loop`, the barrier before its copies in the
+    body) where it pipelined the loop's tiles with TMA copies; else None."""
+    body = loop.regions[0]
+    arrive = next((op for op in body.ops if op.name == "mbarrier_arrive"), None)
+    if arrive is None:
+        return None
+    made_from = arrive.operands[0].defining_op
+    if made_from is None or made_from.parent is not fn.body:
+        return None
+    first = body.ops.index(arrive)
+    sync = next((op for op in reversed(body.ops[:first]) if op.name == "barrier"), None)
+    if sync is None or not all(is_pure(op) for op in body.ops[body.ops.index(sync) + 1:first]):
+        return None
+    return fn.body.ops[fn.body.ops.index(made_from):fn.body.ops.index(loop)], sync
 
 
 def _scalar(op: Operation) -> bool:
