@@ -4,8 +4,10 @@ each side in its own process, timed in one run.
 
     python bench/warp_specialize.py [--quick] [--only matmul attention]
 
-Per case it prints TFLOP/s of tritone and of upstream, each with the loop
-warp-specialized (`ws`) and single-role (`single`), and the ratios
+Matmuls one tile a program and persistent (a program per multiprocessor, the
+loop over tiles specialized), attention forward. Per case it prints TFLOP/s of
+tritone and of upstream, each with the loop warp-specialized (`ws`) and
+single-role (`single`), and the ratios
 tritone/upstream (same form) and ws/single (same side). Within a process the
 two forms are timed alternately (CUDA events, medians of rounds), so that
 clock and power drift fall on both alike. Upstream Triton's specialization on
@@ -26,6 +28,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 MATMUL_CONFIGS = ((128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (128, 128, 64, 3, 4))  # BM, BN, BK, stages, warps
+PERSISTENT_CONFIGS = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 4))  # a program per multiprocessor
 ATTENTION_CASES = ((64, False, 4), (64, True, 4), (128, False, 8), (128, True, 8))  # head dim, causal, warps
 
 
@@ -47,6 +50,24 @@ def _kernels(triton, tl):
         for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES, warp_specialize=WS):
             acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
         c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+    @triton.jit
+    def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          STAGES: tl.constexpr, WS: tl.constexpr, PROGRAMS: tl.constexpr):
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+        c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+        tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = 8 * tiles_n
+        for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, warp_specialize=WS):
+            first_m = (tile // group) * 8
+            rows = min(tiles_m - first_m, 8)
+            pid_m = first_m + (tile % group) % rows
+            pid_n = (tile % group) // rows
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES):
+                acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
+            c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
 
     @triton.jit
     def attention(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -85,7 +106,7 @@ def _kernels(triton, tl):
             m_i = m_ij
         o_desc.store([base + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(tl.float16))
 
-    return matmul, attention
+    return matmul, persistent_matmul, attention
 
 
 def _time_alternately(torch, calls: dict, rounds: int, per_round: int) -> dict:
@@ -112,7 +133,7 @@ def side_main(only: list[str], quick: bool) -> dict:
     import triton
     import triton.language as tl
 
-    matmul, attention = _kernels(triton, tl)
+    matmul, persistent_matmul, attention = _kernels(triton, tl)
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     rounds, per_round = (5, 10) if quick else (11, 20)
     results: dict[str, dict] = {}
@@ -137,11 +158,18 @@ def side_main(only: list[str], quick: bool) -> dict:
         results[case] = figures
         print(json.dumps({case: figures}), file=sys.stderr, flush=True)
 
-    def matmul_case(a, b, c, reference, size, bm, bn, bk, stages, warps):
-        grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
-        runs = {form: (lambda ws=ws: matmul[grid](a, b, c, size, size, size, bm, bn, bk, stages, ws,
-                                                   num_warps=warps, num_stages=stages))
+    programs = torch.cuda.get_device_properties("cuda").multi_processor_count
+
+    def matmul_case(a, b, c, reference, size, bm, bn, bk, stages, warps, persistent=False):
+        tiles = triton.cdiv(size, bm) * triton.cdiv(size, bn)
+        if persistent:
+            runs = {form: (lambda ws=ws: persistent_matmul[(min(programs, tiles),)](
+                a, b, c, size, size, size, bm, bn, bk, stages, ws, programs, num_warps=warps, num_stages=stages))
                 for form, ws in (("ws", True), ("single", False))}
+        else:
+            runs = {form: (lambda ws=ws: matmul[(tiles,)](a, b, c, size, size, size, bm, bn, bk, stages, ws,
+                                                          num_warps=warps, num_stages=stages))
+                    for form, ws in (("ws", True), ("single", False))}
 
         def check():
             error = ((c.float() - reference).abs().max() / reference.abs().max()).item()
@@ -149,7 +177,8 @@ def side_main(only: list[str], quick: bool) -> dict:
             return error
 
         c.fill_(float("nan"))
-        measure(f"matmul {size}^3 {bm}x{bn}x{bk} s{stages} w{warps}", 2.0 * size ** 3, runs, check)
+        kind = "persistent matmul" if persistent else "matmul"
+        measure(f"{kind} {size}^3 {bm}x{bn}x{bk} s{stages} w{warps}", 2.0 * size ** 3, runs, check)
 
     def attention_case(heads, tokens, head_dim, causal, warps):
         torch.manual_seed(0)
@@ -180,6 +209,8 @@ def side_main(only: list[str], quick: bool) -> dict:
         reference = (a @ b.T).float()
         for config in MATMUL_CONFIGS:
             matmul_case(a, b, c, reference, size, *config)
+        for config in PERSISTENT_CONFIGS:
+            matmul_case(a, b, c, reference, size, *config, persistent=True)
     if "attention" in only:
         heads, tokens = (32, 2048) if quick else (128, 4096)
         for head_dim, causal, warps in ATTENTION_CASES:

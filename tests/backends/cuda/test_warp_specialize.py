@@ -37,6 +37,23 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @triton.jit
+def ws_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         PROGRAMS: tl.constexpr):
+    """A persistent matmul (tutorial 09's descriptor kernel): the loop over tiles is
+    warp-specialized, its K loop pipelined; the producer runs on into the next tile."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS, warp_specialize=True):
+        pid_m, pid_n = tile // tiles_n, tile % tiles_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def ws_host_matmul(a_desc, b_desc, c_desc, K, BK: tl.constexpr):
     """ws_matmul's loop over host descriptors (tutorial 09's TMA kernel)."""
     BM: tl.constexpr = c_desc.block_shape[0]
@@ -184,6 +201,27 @@ def test_host_descriptors_are_specialized_too():
     assert producer.count("tt_tma_load_2d_if(") == 8 and "tt_tma_load" not in consumers
 
 
+def test_a_persistent_kernel_s_producer_runs_on_into_the_next_tile():
+    source, metadata = _cuda(ws_persistent_matmul, _MATMUL_SIG, {"BM": 128, "BN": 256, "BK": 64, "PROGRAMS": 132},
+                             8, 3)
+    assert metadata["num_warps"] == 9
+    _, producer, consumers = _roles(source)
+    # the producer: the first tile's two stages before its loop over tiles, then per tile
+    # its K loop (a wait a trip) and the next tile's first two stages, each after a wait
+    loops = [m.start() for m in re.finditer(r"\n\s*for \(int ", producer)]
+    assert len(loops) == 2
+    first, k_loop = producer[:loops[0]], producer[loops[1]:]
+    assert first.count("tt_mbarrier_wait(") == 0 and first.count("tt_tma_load_2d_if(") == 4  # A and B each
+    k_end = k_loop.index("\n      }\n") if "\n      }\n" in k_loop else len(k_loop)
+    assert k_loop[:k_end].count("tt_mbarrier_wait(") == 1
+    assert k_loop[k_end:].count("tt_mbarrier_wait(") == 2 and k_loop[k_end:].count("tt_tma_load_2d_if(") == 4
+    assert k_loop[:k_end].count("tt_tma_load_2d_if(") == 2
+    assert "wgmma" not in producer and "tt_tma_load" not in consumers
+    # the consumers free a stage a trip and carry the stage and phase from tile to tile
+    assert consumers.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
+    assert consumers.count("tt_mbarrier_init") == 0
+
+
 def test_pointer_loads_and_older_targets_stay_single_role():
     signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
     source, metadata = _cuda(ws_pointer_matmul, signature, {"BM": 128, "BN": 128, "BK": 64})
@@ -273,6 +311,21 @@ def test_matmul_on_the_gpu(M, N, K, BN, BK, num_warps, stages, gpu):
     grid = (triton.cdiv(M, 128), triton.cdiv(N, BN))
     kernel = ws_matmul[grid](a, b, c, M, N, K, 128, BN, BK, True, stages, num_warps=num_warps, num_stages=stages)
     assert kernel.metadata.num_warps == num_warps + 1
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K, programs", [(512, 768, 512, 5), (640, 512, 64, 7), (256, 256, 128, 1),
+                                              (1000, 520, 1000, 16), (128, 256, 2048, 3)])
+def test_persistent_matmul_on_the_gpu(M, N, K, programs, gpu):
+    # one to 32 trips a tile, tiles per program from 1 to 13, ragged edges
+    torch = gpu
+    _sm90(torch)
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    kernel = ws_persistent_matmul[(programs,)](a, b, c, M, N, K, 128, 256, 64, programs, num_warps=8, num_stages=3)
+    assert kernel.metadata.num_warps == 9
     torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=1e-2, atol=2e-2)
 
 

@@ -421,7 +421,10 @@ def _tile_ahead(loop: Operation, chains: list[_Chain], slice_ops: list[Operation
     depend on what the outer loop carries; or where the stages would stay in
     shared memory beside the epilogue's tiles (`reserved` bytes) beyond `shared_limit`."""
     outer = loop.parent.parent
-    if not isinstance(outer, Operation) or outer.name != "for" or not outer.attrs.get("flatten"):
+    if not isinstance(outer, Operation) or outer.name != "for":
+        return None
+    # a warp-specialized loop over tiles keeps the stages too: its producer runs on into the next tile
+    if not (outer.attrs.get("flatten") or (outer.attrs.get("warp_specialize") and chains[0].load.name == "tma_load")):
         return None
     step = outer.operands[2].defining_op
     step_value = step.attrs.get("value") if step is not None and step.name == "constant" else None
@@ -712,7 +715,9 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         first = nb.value("cmp", [stage, nb.constant(0, int32)], int1, pred="eq")
         before = nb.value("sub", [stage, nb.constant(1, int32)], int32)
         slot = nb.value("select", [first, nb.constant(slots - 1, int32), before], int32)
-    fused = _fused_trips(parent, new_loop, plan, lb, ub, step, prefetch) if plan else None
+    # (not where a producer warp issues the copies: it needs no branch to run on into the next tile)
+    fused = _fused_trips(parent, new_loop, plan, lb, ub, step, prefetch) if plan and not \
+        plan[0].attrs.get("warp_specialize") else None
     if plan:
         next_scalars, next_ok = _next_outer_trip(_Builder(parent, new_loop, loop.loc), plan)
     if fused is None:
