@@ -244,11 +244,37 @@ def test_attention_keeps_its_query_and_output_with_the_consumers():
     assert "wgmma" not in producer and consumers.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
 
 
+def _loop_body(source: str, head: str) -> str:
+    """The text of the first C++ loop after `head` whose header holds `iv`."""
+    start = source.index(head)
+    loop = source.index("for (int iv", start)
+    depth = 0
+    for end in range(source.index("{", loop), len(source)):
+        depth += {"{": 1, "}": -1}.get(source[end], 0)
+        if depth == 0:
+            return source[loop:end]
+    raise AssertionError("the loop does not close")
+
+
 def test_a_small_attention_keeps_its_second_block():
     # head dim 64: 64 KiB of shared memory, two blocks per multiprocessor single-role
     source, metadata = _cuda(ws_attention, _ATTENTION_SIG, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
                                                             "CAUSAL": False})
     assert metadata["num_warps"] == 4 and "tt_warp == 4" not in source
+    # its loop only reads shared tiles (Q's, the stages): no barrier before Q's first read
+    # a trip (Q was written before a barrier ahead of the loop), one before the copies
+    body = _loop_body(source, 'extern "C" __global__')
+    assert body.count("__syncthreads();") == 1
+    assert body.index("wgmma.mma_async") < body.index("__syncthreads();") < body.index("tt_tma_load_2d_if(")
+
+
+def test_the_consumers_loop_has_no_barrier():
+    source, _ = _cuda(ws_attention, _ATTENTION_SIG, {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64,
+                                                     "CAUSAL": False}, num_warps=8)
+    _, _, consumers = _roles(source)
+    body = _loop_body(consumers, "")
+    assert "bar.sync" not in body and "__syncthreads" not in body
+    assert body.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
 
 
 def test_nvrtc_compiles_both_roles():

@@ -147,6 +147,12 @@ def emit_for(em: Emitter, op: Operation) -> None:
     for arg, result, name in zip(body.args[1:], op.results, carried):
         em.bind(arg, name)
         em.bind(result, name)
+    # a body that only reads shared tiles needs no barrier between trips: one before the
+    # loop (where what came before it may have written them) stands for all
+    reads = em.loop_read_accesses(op)
+    if reads and (em.shared_accesses is None or any(
+            s < e2 and s2 < e and w for s, e, w in em.shared_accesses for s2, e2, _ in reads)):
+        em.barrier()
     iv = em.new_name(body.args[0], "iv")
     unroll = op.attrs.get("loop_unroll_factor")
     if isinstance(unroll, int) and unroll >= 1:
@@ -157,7 +163,7 @@ def emit_for(em: Emitter, op: Operation) -> None:
     em.open(f"for ({ctype(body.args[0].type)} {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
     em.terminators.append(lambda values: _assign_all(em, carried, values, list(op.results)))
     try:
-        em.emit_region(body)
+        em.emit_region(body, (em.shared_accesses or []) + reads if reads else None)
     finally:
         em.terminators.pop()
     em.close()
