@@ -19,7 +19,7 @@ from tritone.ir.target import GPUTarget, KernelOptions
 from tritone.passes import FRONTEND_PASSES, pass_name
 
 GPU_PASS_NAMES = ["tma", "lower_descriptors", "accumulate", "pointer_steps", "layout_pass", "dot_operands", "pipeline",
-                  "smem"]
+                  "smem", "warp_specialize"]
 HEADER = "// -----// IR Dump After "
 
 

@@ -59,6 +59,11 @@ the copies' addresses need are computed again for the next tile: its scalars
 (the tile's index and offsets, divisions included) once before the loop, its
 block offsets where the copies are issued.
 
+Where the loop around asks for warp specialization instead (TMA copies), the
+stages and mbarriers live across it the same way but without the branch:
+the next tile's first copies come after the K loop, and `warp_specialize.py`
+gives them to a producer warp that runs on into the next tile by itself.
+
 A wgmma dot left in flight whose result a later `if` of the loop reads (a
 store in the last trip, say) is waited for at the start of that branch.
 

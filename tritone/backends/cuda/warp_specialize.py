@@ -1,39 +1,43 @@
-"""Warp specialization of a TMA-pipelined loop (`tl.range(..., warp_specialize=True)`, sm_90+).
+"""Warp specialization of TMA-pipelined loops (`tl.range(..., warp_specialize=True)`, sm_90+).
 
-`pipeline.py` makes the loop's tiles copies of the copy engine into stages,
+`pipeline.py` makes a loop's tiles copies of the copy engine into stages,
 issued by thread 0 `num_stages - 1` trips ahead after a barrier of the whole
-block (every thread is done with the stage the copies overwrite). Here the
-kernel gets one warp more, the *producer*, which issues every copy; the
-kernel's own warps, the *consumers*, only wait for their tiles and compute,
-and tell the producer per warp when a stage is free:
+block (every thread is done with the stage the copies overwrite). This pass,
+after shared memory is placed, gives the kernel one warp more, the
+*producer*, which issues every copy; the kernel's own warps, the
+*consumers*, only wait for their tiles and compute, and tell the producer
+per warp when a stage is free:
 
     prefix, every thread:  the stages; mbarriers `full` (the copy engine filled a stage)
                            and `empty` (each consumer warp is done with it: `num_warps`
                            arrivals); the tensor maps the copies read (`tensormap_create`)
     warp_roles {           the producer warp (warp `num_warps`), then it returns:
-        the prologue's copies
-        for the loop's trips: wait on `empty[slot]`, then the trip's copies into `slot`
+        the kernel sliced to what the copies need: scalars, loops, the copies,
+        each trip's copies after a wait on `empty` for their stage
     }
-    the consumers:         the kernel as it was without the copies; in the loop, where the
-                           barrier before the copies stood, each warp arrives on `empty[slot]`
-                           (`mbarrier_release`); after the loop they wait for the producer
-                           to be done (`warp_join`) before the mbarriers are invalidated
+    the consumers:         the kernel as it was without the copies; in a pipelined loop,
+                           where the barrier before the copies stood, each warp arrives on
+                           `empty` (`mbarrier_release`); after the loop they wait for the
+                           producer to be done (`warp_join`) before the mbarriers go
 
-The producer's wait at trip i is for the consumers' arrival at their trip i on
-the same slot: both go through the same slots in the same order, so the
-arrival is that slot's `i // stages`-th and its phase is the loop's carried
-phase at trip i (the phase the consumers wait on `full` with). The consumers'
+The specialized loop is the pipelined loop itself or, in a persistent
+kernel, the loop over tiles around it (whose stages then live across it,
+`pipeline._tile_ahead` without the fused branch: the producer runs on into
+the next tile by itself). Phases: see `_Producer.wait`. The consumers'
 block-wide barriers become a named barrier of their threads alone
 (`bar.sync 1`), the producer's a `__syncwarp`; the kernel launches with the
 extra warp (its metadata's `num_warps`, as Triton reports a specialized
-kernel's total), and the producer's registers come from the same budget, so
-no `setmaxnreg` is needed (one block per multiprocessor: 160 threads keep 255
-registers each, 288 threads 224).
+kernel's total), whose registers come from the same budget, so no
+`setmaxnreg` is needed.
 
-The loop is left to `pipeline.py`'s single-role form where this cannot be done
-exactly: a loop inside another region, a second specialized loop, copies
-issued ahead of an outer loop's next trip, or a producer that would need
-anything but scalar arithmetic (block values, loads, ops with regions).
+Only where the kernel's shared memory already keeps a second block off the
+multiprocessor (`worthwhile`): the register file is split between the four
+schedulers, so two blocks of 5 warps at 190 registers do not fit where two
+of 4 do. The loop is left to `pipeline.py`'s single-role form where the
+split cannot be done exactly: a loop inside another region, a second
+specialized loop, copies in a branch, descriptors carried through loops
+(`tensormap_at`), or a producer that would need anything but scalar
+arithmetic (block values, loads, ops with effects).
 """
 
 from __future__ import annotations
