@@ -32,7 +32,9 @@ PERSISTENT_CONFIGS = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 4))  # a program p
 ATTENTION_CASES = ((64, False, 4), (64, True, 4), (128, False, 8), (128, True, 8))  # head dim, causal, warps
 
 
-def _kernels(triton, tl):
+def make_kernels(triton, tl):
+    """(matmul, persistent matmul, attention forward) jitted by `triton`, each with a
+    `WS` constexpr that asks for warp specialization of its loop (the tests use them too)."""
     @triton.jit
     def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                STAGES: tl.constexpr, WS: tl.constexpr):
@@ -133,7 +135,7 @@ def side_main(only: list[str], quick: bool) -> dict:
     import triton
     import triton.language as tl
 
-    matmul, persistent_matmul, attention = _kernels(triton, tl)
+    matmul, persistent_matmul, attention = make_kernels(triton, tl)
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     rounds, per_round = (5, 10) if quick else (11, 20)
     results: dict[str, dict] = {}

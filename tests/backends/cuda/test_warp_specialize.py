@@ -17,6 +17,7 @@ import pytest
 
 import tritone as triton
 import tritone.language as tl
+from bench.warp_specialize import make_kernels
 from tritone.backends.compiler import GPUTarget
 from tritone.backends.cuda.lowering import generate_cuda
 from tritone.compiler.compiler import ASTSource, make_ir
@@ -34,23 +35,6 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
     for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES, warp_specialize=WS):
         acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
-
-
-@triton.jit
-def ws_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                         PROGRAMS: tl.constexpr):
-    """A persistent matmul (tutorial 09's descriptor kernel): the loop over tiles is
-    warp-specialized, its K loop pipelined; the producer runs on into the next tile."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
-    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
-    tiles_n = tl.cdiv(N, BN)
-    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS, warp_specialize=True):
-        pid_m, pid_n = tile // tiles_n, tile % tiles_n
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(tl.cdiv(K, BK)):
-            acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
-        c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
 
 
 @triton.jit
@@ -77,44 +61,8 @@ def ws_pointer_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
 
 
-@triton.jit
-def ws_attention(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    """Attention forward over descriptors made here (tutorial 06's Hopper form): rows
-    of all heads stacked, one BLOCK_M of one head per program."""
-    start_m, off_h = tl.program_id(0), tl.program_id(1)
-    rows = tl.num_programs(1) * N_CTX
-    q_desc = tl.make_tensor_descriptor(q_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    o_desc = tl.make_tensor_descriptor(o_ptr, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    base = off_h * N_CTX
-    q = q_desc.load([base + start_m * BLOCK_M, 0])
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
-    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=True):
-        k = k_desc.load([base + start_n, 0])
-        qk = tl.dot(q, k.T)
-        if CAUSAL:
-            qk = qk * qk_scale + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = v_desc.load([base + start_n, 0])
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
-    o_desc.store([base + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(o_desc.dtype))
+# the benchmark's kernels (bench/warp_specialize.py), each with a WS constexpr
+_, ws_persistent_matmul, ws_attention = make_kernels(triton, tl)
 
 
 _MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
@@ -202,8 +150,8 @@ def test_host_descriptors_are_specialized_too():
 
 
 def test_a_persistent_kernel_s_producer_runs_on_into_the_next_tile():
-    source, metadata = _cuda(ws_persistent_matmul, _MATMUL_SIG, {"BM": 128, "BN": 256, "BK": 64, "PROGRAMS": 132},
-                             8, 3)
+    source, metadata = _cuda(ws_persistent_matmul, _MATMUL_SIG, {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3,
+                                                                 "WS": True, "PROGRAMS": 132}, 8, 3)
     assert metadata["num_warps"] == 9
     _, producer, consumers = _roles(source)
     # the producer: the first tile's two stages before its loop over tiles, then per tile
@@ -236,7 +184,7 @@ _ATTENTION_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr":
 
 def test_attention_keeps_its_query_and_output_with_the_consumers():
     source, metadata = _cuda(ws_attention, _ATTENTION_SIG, {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64,
-                                                            "CAUSAL": True}, num_warps=8)
+                                                            "CAUSAL": True, "WS": True}, num_warps=8)
     assert metadata["num_warps"] == 9
     head, producer, consumers = _roles(source)
     # K's and V's maps are made before the split, Q's and O's by the consumers
@@ -259,7 +207,7 @@ def _loop_body(source: str, head: str) -> str:
 def test_a_small_attention_keeps_its_second_block():
     # head dim 64: 64 KiB of shared memory, two blocks per multiprocessor single-role
     source, metadata = _cuda(ws_attention, _ATTENTION_SIG, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
-                                                            "CAUSAL": False})
+                                                            "CAUSAL": False, "WS": True})
     assert metadata["num_warps"] == 4 and "tt_warp == 4" not in source
     # its loop only reads shared tiles (Q's, the stages): no barrier before Q's first read
     # a trip (Q was written before a barrier ahead of the loop), one before the copies
@@ -270,7 +218,7 @@ def test_a_small_attention_keeps_its_second_block():
 
 def test_the_consumers_loop_has_no_barrier():
     source, _ = _cuda(ws_attention, _ATTENTION_SIG, {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64,
-                                                     "CAUSAL": False}, num_warps=8)
+                                                     "CAUSAL": False, "WS": True}, num_warps=8)
     _, _, consumers = _roles(source)
     body = _loop_body(consumers, "")
     assert "bar.sync" not in body and "__syncthreads" not in body
@@ -350,7 +298,8 @@ def test_persistent_matmul_on_the_gpu(M, N, K, programs, gpu):
     a = torch.randn((M, K), device="cuda", dtype=torch.float16)
     b = torch.randn((N, K), device="cuda", dtype=torch.float16)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    kernel = ws_persistent_matmul[(programs,)](a, b, c, M, N, K, 128, 256, 64, programs, num_warps=8, num_stages=3)
+    kernel = ws_persistent_matmul[(programs,)](a, b, c, M, N, K, 128, 256, 64, 3, True, programs, num_warps=8,
+                                               num_stages=3)
     assert kernel.metadata.num_warps == 9
     torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=1e-2, atol=2e-2)
 
@@ -364,8 +313,8 @@ def test_attention_on_the_gpu(head_dim, causal, n_ctx, gpu):
     heads, scale = 6, 1 / math.sqrt(head_dim)
     q, k, v = (torch.randn((heads, n_ctx, head_dim), device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.full_like(q, float("nan"))
-    kernel = ws_attention[(n_ctx // 128, heads)](q, k, v, o, scale, n_ctx, head_dim, 128, 64, causal,
-                                                 num_warps=4 if head_dim == 64 else 8)
+    kernel = ws_attention[(n_ctx // 128, heads)](q, k, v, o, scale, n_ctx, head_dim, 128, 64, causal, True,
+                                                 num_warps=4 if head_dim == 64 else 8, num_stages=3)
     assert kernel.metadata.num_warps == (4 if head_dim == 64 else 9)  # d64: two blocks per multiprocessor
     expected = torch.nn.functional.scaled_dot_product_attention(q[None].float(), k[None].float(), v[None].float(),
                                                                 is_causal=causal, scale=scale)[0]
