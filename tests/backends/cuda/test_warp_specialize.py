@@ -38,6 +38,22 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @triton.jit
+def ws_matmul_returning_early(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr):
+    """ws_matmul behind an early return: the consumers could leave without the producer."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    if pid_m * BM >= M:
+        return
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=4, warp_specialize=True):
+        acc = tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([pid_n * BN, k * BK]).T, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def ws_host_matmul(a_desc, b_desc, c_desc, K, BK: tl.constexpr):
     """ws_matmul's loop over host descriptors (tutorial 09's TMA kernel)."""
     BM: tl.constexpr = c_desc.block_shape[0]
@@ -168,6 +184,13 @@ def test_a_persistent_kernel_s_producer_runs_on_into_the_next_tile():
     # the consumers free a stage a trip and carry the stage and phase from tile to tile
     assert consumers.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
     assert consumers.count("tt_mbarrier_init") == 0
+
+
+def test_a_loop_behind_an_early_return_stays_single_role():
+    # the return makes the rest of the kernel a branch: consumers that took it would
+    # leave the producer waiting for stages nobody frees
+    source, metadata = _cuda(ws_matmul_returning_early, _MATMUL_SIG, {"BM": 128, "BN": 128, "BK": 64}, 4, 4)
+    assert metadata["num_warps"] == 4 and "tt_warp == 4" not in source
 
 
 def test_pointer_loads_and_older_targets_stay_single_role():
