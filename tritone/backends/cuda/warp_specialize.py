@@ -185,7 +185,12 @@ class _Producer:
                 if not (v.owner is self.fn.body and op is None):
                     found.outside.append(v)
                 continue
-            if id(op) in found.ops or (op.name == "for" and _has_copies(op)):
+            if op.name == "for" and _has_copies(op):
+                inner = self.loop_needs(op)
+                if inner is None or v.index + 1 not in inner.args:
+                    return None  # a value the loop carries that its copies do not need
+                continue
+            if id(op) in found.ops:
                 continue
             if not (_scalar(op) or (op.name in _SHARED and region is self.fn.body)):
                 return None
