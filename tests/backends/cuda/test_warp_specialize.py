@@ -122,8 +122,8 @@ def test_the_copies_move_to_one_producer_warp(num_warps):
     assert f"if (tt_warp == {num_warps})" in source
     # every mbarrier and tensor map is made before the split, by every thread (4 stages:
     # 3 copied ahead, one read by the dot in flight)
-    assert head.count("tt_mbarrier_init(") == 4 and head.count("tt_mbarrier_init_count(") == 4
-    assert f", {num_warps});" in head  # `empty`: one arrival per consumer warp
+    assert head.count("tt_mbarrier_init(") == 8
+    assert head.count(", 1);") == 4 and head.count(f", {num_warps});") == 4  # `empty`: an arrival a consumer warp
     assert head.count("tensormap.cp_fenceproxy") == 2  # a's and b's maps (c's is the consumers')
     # the producer issues all copies (the prologue's three stages and the loop's) from its
     # first thread, waiting on `empty` in the loop; the consumers issue none
@@ -152,7 +152,7 @@ def test_without_the_flag_or_where_a_second_block_fits_nothing_changes(ws, stage
     # producer warp's registers would take away: left single-role
     source, metadata = _matmul_cuda(ws=ws, stages=stages)
     assert metadata["num_warps"] == 4 and metadata["threads"] == 128
-    assert "tt_warp == 4" not in source and "bar.sync 1" not in source and "tt_mbarrier_arrive" not in source
+    assert "tt_warp == 4" not in source and "bar.sync 1" not in source and "tt_mbarrier_arrive(tt_smem" not in source
     assert source.count("tt_tma_load_2d_if(tt_issue") == 2 * stages
 
 

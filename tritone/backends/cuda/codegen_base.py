@@ -377,27 +377,6 @@ class Emitter:
         self.line(self.block_sync)
         self.shared_accesses = []
 
-    def loop_read_accesses(self, loop: Operation) -> list[tuple[int, int, bool]] | None:
-        """The shared bytes `loop`'s body reads, where it only reads (tiles its dots
-        read, none written by its ops: no `local_alloc`, no scratch user): what a
-        trip may have accessed since the last barrier when the next begins. None
-        where the body writes shared memory (a write meets itself across trips) or
-        begins its trips with a barrier of its own (a `cp.async` pipeline's wait)."""
-        from .dot.shared import is_shared_tile, tile_range
-
-        reads = []
-        for op in loop.regions[0].walk():
-            if "scratch_offset" in op.attrs or op.name in ("local_alloc", "local_buffer", "async_wait"):
-                return None
-            for value in op.operands:
-                if is_shared_tile(value):
-                    try:
-                        start, end = tile_range(value)
-                    except ValueError:
-                        return None
-                    reads.append((start, end, False))
-        return reads
-
     def shared_access(self, start: int, end: int, write: bool) -> None:
         """Note an access to shared bytes [start, end) by the code that follows,
         first emitting a barrier when an access since the last barrier may

@@ -16,6 +16,7 @@ from tritone.ir.layouts import DistributedLayout
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_memory import async_copies, pin_registers, vector_width
 from .codegen_types import ctype
+from .dot.shared import is_shared_tile, tile_range
 from .int_ranges import constant_trips
 
 
@@ -137,6 +138,26 @@ def _copy_offsets(em: Emitter, op: Operation) -> list[Value]:
     return found
 
 
+def _read_only_accesses(loop: Operation) -> list[tuple[int, int, bool]] | None:
+    """The shared bytes `loop`'s body reads, where it only reads (tiles its dots
+    read, none written by its ops: no `local_alloc`, no scratch user): what a
+    trip may have accessed since the last barrier when the next begins. None
+    where the body writes shared memory (a write meets itself across trips) or
+    begins its trips with a barrier of its own (a `cp.async` pipeline's wait)."""
+    reads = []
+    for op in loop.regions[0].walk():
+        if "scratch_offset" in op.attrs or op.name in ("local_alloc", "local_buffer", "async_wait"):
+            return None
+        for value in op.operands:
+            if is_shared_tile(value):
+                try:
+                    start, end = tile_range(value)
+                except ValueError:
+                    return None
+                reads.append((start, end, False))
+    return reads
+
+
 @emits("for")
 def emit_for(em: Emitter, op: Operation) -> None:
     lb, ub, step = (em.name(v) for v in op.operands[:3])
@@ -149,7 +170,7 @@ def emit_for(em: Emitter, op: Operation) -> None:
         em.bind(result, name)
     # a body that only reads shared tiles needs no barrier between trips: one before the
     # loop (where what came before it may have written them) stands for all
-    reads = em.loop_read_accesses(op)
+    reads = _read_only_accesses(op)
     if reads and (em.shared_accesses is None or any(
             s < e2 and s2 < e and w for s, e, w in em.shared_accesses for s2, e2, _ in reads)):
         em.barrier()

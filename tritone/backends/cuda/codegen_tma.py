@@ -70,10 +70,13 @@ _MBARRIER_BYTES = 16  # 8 used, the scratch granularity kept
 
 _TENSORMAP_STRUCT = "struct __align__(64) tt_tensormap { unsigned long long opaque[16]; };"
 
-_MBARRIER_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init(unsigned bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+_MBARRIER_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\t"
                "fence.mbarrier_init.release.cluster;\n\t"
-               "fence.proxy.async.shared::cta;" :: "r"(bar) : "memory");
+               "fence.proxy.async.shared::cta;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void tt_mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
 __device__ __forceinline__ void tt_mbarrier_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
@@ -195,7 +198,7 @@ def emit_tma_load(em: Emitter, op: Operation) -> None:
     em.line(f"{element}* tt_buf = {em.scratch(element, 0, nbytes)};")
     em.line(f"const unsigned tt_bar = tt_shared_address({em.scratch('unsigned long long', tile_end, 8)});")
     em.open("if (threadIdx.x == 0)")
-    em.line("tt_mbarrier_init(tt_bar);")
+    em.line("tt_mbarrier_init(tt_bar, 1);")
     em.line(f"tt_mbarrier_expect_tx(tt_bar, {nbytes}u);")
     for at, coords in _boxes(tensormap, offsets):
         em.line(f"tt_tma_load_{rank}d(tt_shared_address(tt_buf) + {at}u, {em.name(op.operands[0])}, tt_bar, "
@@ -537,12 +540,9 @@ def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
     count = int(op.attrs.get("count", 1))
-    if count != 1:
-        em.declare_once(_WARP_ROLE_HELPERS)
     em.open(f"if ({em.leader})")
     for stage in range(barriers.type.shape[0]):
-        address = _mbarrier(em, barriers, str(stage))
-        em.line(f"tt_mbarrier_init({address});" if count == 1 else f"tt_mbarrier_init_count({address}, {count});")
+        em.line(f"tt_mbarrier_init({_mbarrier(em, barriers, str(stage))}, {count});")
     em.close()
     em.barrier()  # initialised before any thread waits on them
 
@@ -605,15 +605,6 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
 
 # -- a warp-specialized loop (`warp_specialize.py`) ------------------------------------------------
 
-_WARP_ROLE_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init_count(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\t"
-               "fence.mbarrier_init.release.cluster;\n\t"
-               "fence.proxy.async.shared::cta;" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void tt_mbarrier_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}"""
-
 # the named barriers of a specialized kernel: 0 is the whole block's (__syncthreads)
 _CONSUMER_BARRIER, _JOIN_BARRIER = 1, 2
 
@@ -651,6 +642,5 @@ def emit_mbarrier_release(em: Emitter, op: Operation) -> None:
     barriers, slot = op.operands
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(_MBARRIER_HELPERS)
-    em.declare_once(_WARP_ROLE_HELPERS)
     em.line("__syncwarp();")
     em.line(f"if (tt_lane == 0) tt_mbarrier_arrive({_mbarrier(em, barriers, em.name(slot))});")

@@ -49,7 +49,7 @@ from tritone.ir.types import int1, int32
 from . import smem
 from .dot.shared import tile_bytes
 
-ISSUES = ("mbarrier_arrive", "tma_copy")
+_ISSUES = ("mbarrier_arrive", "tma_copy")
 # ops the producer and the consumers share from before the split
 _SHARED = ("local_buffer", "mbarrier_init", "tensormap_create")
 
@@ -110,7 +110,7 @@ def _scalar(op: Operation) -> bool:
 
 
 def _has_copies(op: Operation) -> bool:
-    return any(inner.name in ISSUES for inner in op.walk())
+    return any(inner.name in _ISSUES for inner in op.walk())
 
 
 def _pipelined_body(region: Region, full: Value) -> bool:
@@ -155,7 +155,7 @@ class _Producer:
         seeds: list[Value] = []
         last_pipelined = None
         for op in region.ops:
-            if op.name in ISSUES:
+            if op.name in _ISSUES:
                 seeds += op.operands
                 after_run = last_pipelined is not None and not _pipelined_body(region, self.full)
                 if op.name == "mbarrier_arrive" and after_run:
@@ -217,7 +217,7 @@ class _Producer:
                 continue
             if op.name == "mbarrier_arrive":
                 self.wait(region, op, last_pipelined, into, mapping)
-            if (id(op) in needs.ops and id(op) not in skip) or op.name in ISSUES:
+            if (id(op) in needs.ops and id(op) not in skip) or op.name in _ISSUES:
                 new = clone_operation(op, mapping)
                 new.loc = op.loc
                 into.append(new)
@@ -333,7 +333,7 @@ def specialize(fn: Function, loop: Operation, made: list[Operation], num_warps: 
                 at = max(at, where.ops.index(slot.defining_op) + 1)  # the slot is computed after the barrier
             where.insert(at, Operation("mbarrier_release", [empty.results[0], slot], [], {}, loc=sync.loc))
         where.ops.remove(sync)
-    for op in [op for op in fn.walk() if op.name in ISSUES]:
+    for op in [op for op in fn.walk() if op.name in _ISSUES]:
         op.parent.ops.remove(op)
     drained = next(op for op in fn.body.ops[fn.body.ops.index(loop) + 1:]
                    if op.name == "mbarrier_inval" and op.operands[0] is full)
