@@ -127,13 +127,13 @@ def test_the_copies_move_to_one_producer_warp(num_warps):
     assert head.count("tensormap.cp_fenceproxy") == 2  # a's and b's maps (c's is the consumers')
     # the producer issues all copies (the prologue's three stages and the loop's) from its
     # first thread, waiting on `empty` in the loop; the consumers issue none
-    assert producer.count("tt_tma_load_2d_if(") == 8
+    assert producer.count("tt_tma_load_2d_elect(") == 8
     assert f"threadIdx.x == {consumers} &&" in producer and "threadIdx.x == 0 &&" not in producer
     loop = producer[producer.index("for ("):]
-    assert loop.index("tt_mbarrier_wait(") < loop.index("tt_tma_load_2d_if(")
+    assert loop.index("tt_mbarrier_wait(") < loop.index("tt_tma_load_2d_elect(")
     assert "wgmma" not in producer and "__syncthreads" not in producer
     assert f'asm volatile("bar.arrive 2, {consumers + 32};"' in producer
-    assert "tt_tma_load_2d_if" not in consumers_code and "tt_mbarrier_expect_tx" not in consumers_code
+    assert "tt_tma_load_2d_elect" not in consumers_code and "tt_mbarrier_expect_tx" not in consumers_code
     # the consumers' loop frees each stage per warp where the block barrier stood, and
     # their barriers are among themselves
     loop_end = consumers_code.index("wgmma.wait_group.sync.aligned 0")
@@ -153,7 +153,7 @@ def test_without_the_flag_or_where_a_second_block_fits_nothing_changes(ws, stage
     source, metadata = _matmul_cuda(ws=ws, stages=stages)
     assert metadata["num_warps"] == 4 and metadata["threads"] == 128
     assert "tt_warp == 4" not in source and "bar.sync 1" not in source and "tt_mbarrier_arrive(tt_smem" not in source
-    assert source.count("tt_tma_load_2d_if(tt_issue") == 2 * stages
+    assert source.count("tt_tma_load_2d_elect(tt_warp == 0") == 2 * stages
 
 
 def test_host_descriptors_are_specialized_too():
@@ -162,7 +162,7 @@ def test_host_descriptors_are_specialized_too():
     source, metadata = _cuda(ws_host_matmul, signature, {"BK": 64}, 4, 4)
     assert metadata["num_warps"] == 5
     _, producer, consumers = _roles(source)
-    assert producer.count("tt_tma_load_2d_if(") == 8 and "tt_tma_load" not in consumers
+    assert producer.count("tt_tma_load_2d_elect(") == 8 and "tt_tma_load" not in consumers
 
 
 def test_a_persistent_kernel_s_producer_runs_on_into_the_next_tile():
@@ -175,11 +175,11 @@ def test_a_persistent_kernel_s_producer_runs_on_into_the_next_tile():
     loops = [m.start() for m in re.finditer(r"\n\s*for \(int ", producer)]
     assert len(loops) == 2
     first, k_loop = producer[:loops[0]], producer[loops[1]:]
-    assert first.count("tt_mbarrier_wait(") == 0 and first.count("tt_tma_load_2d_if(") == 4  # A and B each
+    assert first.count("tt_mbarrier_wait(") == 0 and first.count("tt_tma_load_2d_elect(") == 4  # A and B each
     k_end = k_loop.index("\n      }\n") if "\n      }\n" in k_loop else len(k_loop)
     assert k_loop[:k_end].count("tt_mbarrier_wait(") == 1
-    assert k_loop[k_end:].count("tt_mbarrier_wait(") == 2 and k_loop[k_end:].count("tt_tma_load_2d_if(") == 4
-    assert k_loop[:k_end].count("tt_tma_load_2d_if(") == 2
+    assert k_loop[k_end:].count("tt_mbarrier_wait(") == 2 and k_loop[k_end:].count("tt_tma_load_2d_elect(") == 4
+    assert k_loop[:k_end].count("tt_tma_load_2d_elect(") == 2
     assert "wgmma" not in producer and "tt_tma_load" not in consumers
     # the consumers free a stage a trip and carry the stage and phase from tile to tile
     assert consumers.count("if (tt_lane == 0) tt_mbarrier_arrive(") == 1
@@ -236,7 +236,7 @@ def test_a_small_attention_keeps_its_second_block():
     # a trip (Q was written before a barrier ahead of the loop), one before the copies
     body = _loop_body(source, 'extern "C" __global__')
     assert body.count("__syncthreads();") == 1
-    assert body.index("wgmma.mma_async") < body.index("__syncthreads();") < body.index("tt_tma_load_2d_if(")
+    assert body.index("wgmma.mma_async") < body.index("__syncthreads();") < body.index("tt_tma_load_2d_elect(")
 
 
 def test_the_consumers_loop_has_no_barrier():
@@ -260,6 +260,33 @@ def test_nvrtc_compiles_both_roles():
     assert "bar.arrive 2, 160;" in result.ptx and "bar.sync 1, 128;" in result.ptx
     assert re.search(r"mbarrier\.arrive\.shared::cta\.b64\s+_, \[", result.ptx)
     assert "cp.async.bulk.tensor.2d" in result.ptx and "wgmma.mma_async" in result.ptx
+
+
+@pytest.mark.parametrize("ws", [False, True])
+def test_a_tiles_boxes_are_issued_by_as_many_warps_as_there_are(ws):
+    # BK = 128 fp16 is two 128-byte swizzle columns: two boxes a tile. Single-role, warps
+    # 0 and 1 each issue one from the same instruction (one elected lane each); the
+    # producer warp issues both, one round each
+    from tritone.backends.cuda.bindings import libs
+
+    source, metadata = _cuda(ws_matmul, _MATMUL_SIG, {"BM": 128, "BN": 128, "BK": 128, "WS": ws, "STAGES": 2},
+                             4, 2)
+    copies = re.findall(r"tt_tma_load_2d_elect\((.*)\);", source)
+    assert copies and len(copies) % 2 == 0
+    if not ws:
+        assert all(c.startswith("(unsigned)tt_warp < 2u && ") and "tt_stage + (unsigned)tt_warp * 16384u," in c
+                   and c.endswith(" + (int)((unsigned)tt_warp * 64)") for c in copies)
+    else:
+        _, producer, consumers = _roles(source)
+        assert "tt_tma_load" not in consumers
+        assert [c.split(" && ")[0] for c in re.findall(r"tt_tma_load_2d_elect\((.*)\);", producer)] == \
+            ["(unsigned)(tt_warp - 4) < 1u", "(unsigned)(tt_warp - 3) < 2u"] * (len(copies) // 2)
+    try:
+        nvrtc = libs.nvrtc_for(90).nvrtc
+    except libs.LibraryNotFound as exc:  # pragma: no cover - NVRTC is a test dependency
+        pytest.skip(f"no NVRTC: {exc}")
+    result = nvrtc.compile(source, "ws_matmul.cu", 90, options=["-w"], arch_suffix=metadata.get("arch_suffix", ""))
+    assert "elect.sync" in result.ptx
 
 
 def test_the_interpreter_computes_the_same(monkeypatch):

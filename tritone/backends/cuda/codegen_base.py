@@ -183,6 +183,7 @@ class Emitter:
         self.leader = "threadIdx.x == 0"
         self.block_sync = "__syncthreads();"
         self.threads = 32 * options.num_warps
+        self.first_warp = 0  # the leader's warp, the first of those threads
 
     # -- text ----------------------------------------------------------------
     def line(self, text: str) -> None:

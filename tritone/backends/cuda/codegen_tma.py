@@ -136,10 +136,13 @@ def _declare_copies(em: Emitter, rank: int) -> None:
         f'[%0], [%1, {_coordinate_list(rank, 3)}], [%2];"\n'
         f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), {inputs} '
         f': "memory");\n}}')
+    # one elected thread of each warp whose `issue` holds: ptxas sees a single thread
+    # issue the copy, so it moves the operands to uniform registers without a loop
     em.declare_once(
-        f"__device__ __forceinline__ void tt_tma_load_{rank}d_if(unsigned issue, unsigned dst, "
+        f"__device__ __forceinline__ void tt_tma_load_{rank}d_elect(unsigned issue, unsigned dst, "
         f"const tt_tensormap* map, unsigned bar, {coords}) {{\n"
-        f'  asm volatile("{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %3, 0;\\n\\t"\n'
+        f'  asm volatile("{{\\n\\t.reg .pred p, q;\\n\\t.reg .b32 l;\\n\\tsetp.ne.b32 q, %3, 0;\\n\\t"\n'
+        f'               "elect.sync l|p, 0xffffffff;\\n\\tand.pred p, p, q;\\n\\t"\n'
         f'               "@p cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes '
         f'[%0], [%1, {_coordinate_list(rank, 4)}], [%2];\\n\\t}}"\n'
         f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(issue), '
@@ -594,12 +597,31 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
     em.line(f"const unsigned tt_stage = {smem_address(em)} + {em.name(buffer)} + (unsigned)({em.name(slot)}) * "
             f"{stage_bytes}u;")
     em.line(f"const unsigned tt_bar = {_mbarrier(em, barriers, em.name(slot))};")
-    em.line(f"const unsigned tt_issue = {em.leader} && {in_range};")
-    for column in range(0, width, box_columns):
-        for row in range(0, rows, box_rows):
-            at = (column * rows + row * box_columns) * eb
-            em.line(f"tt_tma_load_{rank}d_if(tt_issue, tt_stage + {at}u, {em.name(tensormap)}, tt_bar, "
-                    f"{offsets[0]} + {row}, {offsets[1]} + {column});")
+    # box b (column-major: b // row_boxes is its column) from warp b of the threads, one
+    # elected lane each: one copy instruction serves every warp, as many at once as there
+    # are warps; a tile of more boxes takes more rounds
+    row_boxes = -(-rows // box_rows)
+    boxes = row_boxes * -(-width // box_columns)
+    warps = em.threads // 32
+    for first in range(0, boxes, warps):
+        if boxes == 1:
+            em.line(f"tt_tma_load_{rank}d_elect(tt_warp == {em.first_warp} && {in_range}, tt_stage, "
+                    f"{em.name(tensormap)}, tt_bar, {offsets[0]}, {offsets[1]});")
+            continue
+        # warps before the first wrap around to large unsigned boxes and issue nothing
+        shift = em.first_warp - first
+        box = ("(unsigned)tt_warp" if shift == 0 else f"(unsigned)(tt_warp - {shift})" if shift > 0
+               else f"(unsigned)(tt_warp + {-shift})")
+        issue = f"{box} < {min(boxes, first + warps)}u"
+        if row_boxes == 1:
+            row, column = "0", f"{box} * {box_columns}"
+            at = f"{box} * {rows * box_columns * eb}u"
+        else:
+            row, column = f"{box} % {row_boxes}u * {box_rows}", f"{box} / {row_boxes}u * {box_columns}"
+            at = (f"({box} / {row_boxes}u * {rows * box_columns * eb}u + "
+                  f"{box} % {row_boxes}u * {box_rows * box_columns * eb}u)")
+        em.line(f"tt_tma_load_{rank}d_elect({issue} && {in_range}, tt_stage + {at}, {em.name(tensormap)}, tt_bar, "
+                f"{offsets[0]}{'' if row == '0' else f' + (int)({row})'}, {offsets[1]} + (int)({column}));")
     em.close()
 
 
@@ -616,6 +638,7 @@ def emit_warp_roles(em: Emitter, op: Operation) -> None:
     consumers = 32 * int(op.attrs["num_warps"])
     em.open(f"if (tt_warp == {consumers // 32})")
     em.leader, em.block_sync, em.threads = f"threadIdx.x == {consumers}", "__syncwarp();", 32
+    em.first_warp = consumers // 32
     em.shared_accesses = None
     em.terminators.append(lambda names: None)
     try:
@@ -625,7 +648,7 @@ def emit_warp_roles(em: Emitter, op: Operation) -> None:
     em.line(f'asm volatile("bar.arrive {_JOIN_BARRIER}, {consumers + 32};" ::: "memory");')
     em.line("return;")
     em.close()
-    em.leader, em.threads = "threadIdx.x == 0", consumers
+    em.leader, em.threads, em.first_warp = "threadIdx.x == 0", consumers, 0
     em.block_sync = f'asm volatile("bar.sync {_CONSUMER_BARRIER}, {consumers};" ::: "memory");'
     em.shared_accesses = None
 
