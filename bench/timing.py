@@ -162,3 +162,27 @@ class Timer:
             per_call.append((time.perf_counter() - begin) * 1e6 / calls)
         self.synchronize()
         return _summarise(per_call, "us")
+
+
+def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round: int) -> dict[str, float]:
+    """Median milliseconds per call of each callable on the GPU, the callables timed in
+    turn: each round runs every callable `per_round` times back to back between two CUDA
+    events, in the opposite order to the round before, so that clock and power drift
+    (a GPU slows as it heats) fall on all of them alike. No cache flush: for kernels
+    that take a millisecond or more, whose inputs outgrow the cache anyway."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():
+        call()
+    torch.cuda.synchronize()
+    order = list(calls)
+    for _ in range(rounds):
+        for name in order:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(per_round):
+                calls[name]()
+            end.record()
+            torch.cuda.synchronize()
+            times[name].append(start.elapsed_time(end) / per_round)
+        order.reverse()
+    return {name: statistics.median(values) for name, values in times.items()}

@@ -111,29 +111,13 @@ def make_kernels(triton, tl):
     return matmul, persistent_matmul, attention
 
 
-def _time_alternately(torch, calls: dict, rounds: int, per_round: int) -> dict:
-    """Median milliseconds per call of each callable, the callables timed in turn each round."""
-    times = {name: [] for name in calls}
-    for call in calls.values():
-        call()
-    torch.cuda.synchronize()
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(per_round):
-                call()
-            end.record()
-            torch.cuda.synchronize()
-            times[name].append(start.elapsed_time(end) / per_round)
-    return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
-
-
 def side_main(only: list[str], quick: bool) -> dict:
     """This process's figures: {case: {"ws": TFLOP/s or a message, "single": ...}}."""
     import torch
     import triton
     import triton.language as tl
+
+    from bench.timing import time_in_turn
 
     matmul, persistent_matmul, attention = make_kernels(triton, tl)
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
@@ -155,7 +139,7 @@ def side_main(only: list[str], quick: bool) -> dict:
                 figures[name] = f"wrong (max error {error:.3g})"
                 continue
             ok[name] = run
-        for name, ms in _time_alternately(torch, ok, rounds, per_round).items():
+        for name, ms in time_in_turn(ok, rounds, per_round).items():
             figures[name] = round(flops / (ms * 1e-3) * 1e-12, 1)
         results[case] = figures
         print(json.dumps({case: figures}), file=sys.stderr, flush=True)
