@@ -225,16 +225,16 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds; attention over 1024 tokens")
     parser.add_argument("--fp8", action="store_true", help="tutorial 09 in fp8 e4m3 instead of fp16")
     args = parser.parse_args(argv)
-    import torch
-
-    if not torch.cuda.is_available():
-        print("bench/tutorials.py needs an NVIDIA GPU", file=sys.stderr)
-        return 2
     names = {"attention": ATTENTION, "matmul": MATMUL}
     missing = [names[kind] for kind in args.only if not (args.tutorials / names[kind]).is_file()]
     if missing:
         print(f"{args.tutorials} lacks {', '.join(missing)}: give the python/tutorials folder of a Triton "
               f"checkout", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench/tutorials.py needs an NVIDIA GPU", file=sys.stderr)
         return 2
     rounds, per_round = (4, 5) if args.quick else (8, 10)
     table = Table()

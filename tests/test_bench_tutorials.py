@@ -1,0 +1,89 @@
+"""bench/tutorials.py on the CPU: a tutorial file loaded as a module whose `triton`
+imports tritone answers (top-level and inside functions), the table it prints, the
+autotuner choices it reports, and its refusals."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tritone
+import tritone.language
+from bench import tutorials
+
+TUTORIAL = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    LOADED_WITH = triton.__name__
+
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+    @triton.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+    def package_inside_a_function():
+        import triton.language as language
+        return language.__name__
+
+
+    if __name__ == "__main__":
+        raise SystemExit("a tutorial's __main__ part must not run")
+''')
+
+
+@pytest.fixture
+def tutorial_file(tmp_path: Path) -> Path:
+    path = tmp_path / "99-example.py"
+    path.write_text(TUTORIAL, encoding="utf-8")
+    return path
+
+
+def test_a_tutorial_loaded_for_tritone_imports_tritone(tutorial_file: Path) -> None:
+    module = tutorials.load_tutorial(tutorial_file, "tritone")
+    assert module.LOADED_WITH == "tritone" and module.triton is tritone and module.tl is tritone.language
+    assert module.TensorDescriptor is tritone.tools.tensor_descriptor.TensorDescriptor
+    assert isinstance(module.double, tritone.runtime.autotuner.Autotuner)
+    assert module.package_inside_a_function() == "tritone.language"
+    assert module.__file__ == str(tutorial_file)  # the kernels' source is read from the tutorial itself
+
+
+def test_the_choices_an_autotuner_made_are_reported(tutorial_file: Path) -> None:
+    module = tutorials.load_tutorial(tutorial_file, "tritone")
+    assert tutorials._autotuner_choices(module) == {}
+    module.double.cache[(7,)] = module.double.configs[1]
+    assert tutorials._autotuner_choices(module) == {("double", (7,)): module.double.configs[1]}
+
+
+def test_the_importer_leaves_other_packages_alone() -> None:
+    import_ = tutorials.importer("tritone")
+    assert import_("textwrap") is textwrap
+    assert import_("tritone.language", fromlist=["constexpr"]) is tritone.language
+    assert import_("triton", fromlist=None) is tritone
+
+
+def test_the_table_gives_ratios_and_names_what_was_not_timed(capsys) -> None:
+    table = tutorials.Table()
+    table.add("09 tma fp16 8192^3", {"torch": 640.0, "triton": 600.0, "tritone": 660.0})
+    table.add("06 fwd d64 ws 4096 tokens", {"torch": 470.0, "triton": "wrong (error nan of the tolerance)",
+                                            "tritone": 410.0})
+    table.choices.append("  09 tma fp16 8192^3, tritone: matmul_kernel_tma BLOCK_SIZE_M: 128")
+    table.print()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["case", "torch", "triton", "tritone", "tt/triton", "tt/torch"]
+    assert lines[1].split()[-5:] == ["640.0", "600.0", "660.0", "1.100", "1.031"]
+    assert lines[2].split()[-5:] == ["470.0", "-", "410.0", "-", "0.872"]
+    assert lines[3:] == ["not timed:", "  06 fwd d64 ws 4096 tokens, triton: wrong (error nan of the tolerance)",
+                         "configs the autotuners chose:",
+                         "  09 tma fp16 8192^3, tritone: matmul_kernel_tma BLOCK_SIZE_M: 128"]
+
+
+def test_a_folder_without_the_tutorials_is_refused(tmp_path: Path, capsys) -> None:
+    assert tutorials.main(["--tutorials", str(tmp_path), "--only", "matmul"]) == 2
+    assert "lacks 09-persistent-matmul.py" in capsys.readouterr().err
