@@ -2,7 +2,7 @@
 own files unmodified, under upstream Triton and under tritone in one process, timed
 in turn beside torch.
 
-    python bench/tutorials.py --tutorials PATH [--only attention matmul] [--quick] [--fp8]
+    python bench/tutorials.py --tutorials PATH [--only attention matmul] [--quick] [--fp8] [-K K]
 
 PATH is the `python/tutorials` folder of a Triton checkout (release/3.6.x holds the
 forms measured in docs; nothing of it is copied here). Each tutorial file is executed
@@ -11,7 +11,8 @@ by tritone (an `__import__` of the module's own, so both packages live side by s
 and the kernels' text is the tutorial's). Its `__main__` part does not run.
 
 Cases are those the tutorials' own benchmarks time on the GPU at hand. Tutorial 09:
-8192^3 fp16 (or fp8 e4m3 with `--fp8`), the naive, persistent, TMA, TMA persistent
+M = N = 8192 and K = 8192 (`-K` for another; the tutorial's default is 512), fp16 (or
+fp8 e4m3 with `--fp8`), the naive, persistent, TMA, TMA persistent
 and device-descriptor persistent kernels, the last with `warp_specialize` too; on
 sm_90 the tutorial skips host-descriptor kernels with warp specialization, and so
 does this. Tutorial 06: forward attention, batch 4, 32 heads, 4096 tokens (1024 with
@@ -149,15 +150,16 @@ def measure(table: Table, case: str, flops: float, runs: dict, check, rounds: in
     table.add(case, {side: cells.get(side, "not run") for side in runs})
 
 
-def matmul_cases(table: Table, tutorials: dict, fp8: bool, rounds: int, per_round: int) -> None:
-    """Tutorial 09's kernels at 8192^3 against `torch.matmul` (fp16 only, as the tutorial)."""
+def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, per_round: int) -> None:
+    """Tutorial 09's kernels at M = N = 8192 and `k` against `torch.matmul` (fp16 only, as
+    the tutorial)."""
     import torch
 
     size = 8192
     dtype = torch.float8_e4m3fn if fp8 else torch.float16
     torch.manual_seed(0)
-    a = torch.randn((size, size), device="cuda", dtype=torch.float16).to(dtype)
-    b = torch.randn((size, size), device="cuda", dtype=torch.float16).to(dtype).T.contiguous()  # N x K
+    a = torch.randn((size, k), device="cuda", dtype=torch.float16).to(dtype)
+    b = torch.randn((k, size), device="cuda", dtype=torch.float16).to(dtype).T.contiguous()  # N x K
     reference = a.float() @ b.float().T
     # relative to the largest |c|: an fp8 e4m3 output keeps 3 mantissa bits
     tolerance = reference.abs().max().item() * (0.07 if fp8 else 1e-2)
@@ -174,7 +176,7 @@ def matmul_cases(table: Table, tutorials: dict, fp8: bool, rounds: int, per_roun
     for method, call in methods:
         calls = {} if fp8 else {"torch": lambda: torch.matmul(a, b.T)}
         calls.update({side: (lambda module=module, call=call: call(module)) for side, module in tutorials.items()})
-        _timed_outputs(table, f"09 {method} {'fp8' if fp8 else 'fp16'} {size}^3", 2.0 * size ** 3, calls,
+        _timed_outputs(table, f"09 {method} {'fp8' if fp8 else 'fp16'} {size}x{size}x{k}", 2.0 * size * size * k, calls,
                        reference, tolerance, rounds, per_round, tutorials)
 
 
@@ -224,6 +226,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", default=["attention", "matmul"], choices=["attention", "matmul"])
     parser.add_argument("--quick", action="store_true", help="fewer rounds; attention over 1024 tokens")
     parser.add_argument("--fp8", action="store_true", help="tutorial 09 in fp8 e4m3 instead of fp16")
+    parser.add_argument("-K", type=int, default=8192, help="tutorial 09's K (M = N = 8192; the tutorial's own "
+                        "default is 512)")
     args = parser.parse_args(argv)
     names = {"attention": ATTENTION, "matmul": MATMUL}
     missing = [names[kind] for kind in args.only if not (args.tutorials / names[kind]).is_file()]
@@ -249,7 +253,7 @@ def main(argv=None) -> int:
         if kind == "attention":
             attention_cases(table, tutorials, 1024 if args.quick else 4096, rounds, per_round)
         else:
-            matmul_cases(table, tutorials, args.fp8, rounds, per_round)
+            matmul_cases(table, tutorials, args.fp8, args.K, rounds, per_round)
     table.print()
     return 0
 
