@@ -177,13 +177,17 @@ class Emitter:
         self.memo: dict = {}
         # what the `yield`/`condition` ending the region being generated does with its operands
         self.terminators: list[Callable[[list[str]], None]] = []
-        # the threads running the code being generated: the condition picking the one
-        # that issues for them all, the barrier among them, and how many they are (a
-        # warp-specialized kernel's producer warp and consumer warps differ from the block)
-        self.leader = "threadIdx.x == 0"
+        # the threads running the code being generated: the first of their warps, the
+        # barrier among them, and how many they are (a warp-specialized kernel's producer
+        # warp and consumer warps differ from the block)
+        self.first_warp = 0
         self.block_sync = "__syncthreads();"
         self.threads = 32 * options.num_warps
-        self.first_warp = 0  # the leader's warp, the first of those threads
+
+    @property
+    def leader(self) -> str:
+        """The condition picking the thread that issues for all those threads: the first."""
+        return f"threadIdx.x == {32 * self.first_warp}"
 
     # -- text ----------------------------------------------------------------
     def line(self, text: str) -> None:

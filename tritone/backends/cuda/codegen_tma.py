@@ -603,11 +603,12 @@ def emit_tma_copy(em: Emitter, op: Operation) -> None:
     row_boxes = -(-rows // box_rows)
     boxes = row_boxes * -(-width // box_columns)
     warps = em.threads // 32
+    if boxes == 1:
+        em.line(f"tt_tma_load_{rank}d_elect(tt_warp == {em.first_warp} && {in_range}, tt_stage, "
+                f"{em.name(tensormap)}, tt_bar, {offsets[0]}, {offsets[1]});")
+        em.close()
+        return
     for first in range(0, boxes, warps):
-        if boxes == 1:
-            em.line(f"tt_tma_load_{rank}d_elect(tt_warp == {em.first_warp} && {in_range}, tt_stage, "
-                    f"{em.name(tensormap)}, tt_bar, {offsets[0]}, {offsets[1]});")
-            continue
         # warps before the first wrap around to large unsigned boxes and issue nothing
         shift = em.first_warp - first
         box = ("(unsigned)tt_warp" if shift == 0 else f"(unsigned)(tt_warp - {shift})" if shift > 0
@@ -637,8 +638,7 @@ def emit_warp_roles(em: Emitter, op: Operation) -> None:
     the consumers at the join barrier; the code after it is the consumer warps'."""
     consumers = 32 * int(op.attrs["num_warps"])
     em.open(f"if (tt_warp == {consumers // 32})")
-    em.leader, em.block_sync, em.threads = f"threadIdx.x == {consumers}", "__syncwarp();", 32
-    em.first_warp = consumers // 32
+    em.first_warp, em.block_sync, em.threads = consumers // 32, "__syncwarp();", 32
     em.shared_accesses = None
     em.terminators.append(lambda names: None)
     try:
@@ -648,7 +648,7 @@ def emit_warp_roles(em: Emitter, op: Operation) -> None:
     em.line(f'asm volatile("bar.arrive {_JOIN_BARRIER}, {consumers + 32};" ::: "memory");')
     em.line("return;")
     em.close()
-    em.leader, em.threads, em.first_warp = "threadIdx.x == 0", consumers, 0
+    em.first_warp, em.threads = 0, consumers
     em.block_sync = f'asm volatile("bar.sync {_CONSUMER_BARRIER}, {consumers};" ::: "memory");'
     em.shared_accesses = None
 
