@@ -184,6 +184,12 @@ def test_tuned_meta_parameters_cannot_be_passed():
         tuned[grid](random_input(8), 8, BLOCK=16)
     with pytest.raises(ValueError, match="num_warps given at launch"):
         tuned[grid](random_input(8), 8, num_warps=2)
+    tuned[grid](random_input(8), 8)  # the choice made: later launches take it from the cache
+    with pytest.raises(ValueError, match="BLOCK given at launch"):
+        tuned[grid](random_input(8), 8, BLOCK=16)
+    single = triton.autotune(blocks(32), key=[])(add_one_kernel)
+    with pytest.raises(ValueError, match="BLOCK given at launch"):
+        single[grid](random_input(8), 8, BLOCK=16)
 
 
 def test_warmup_compiles_every_pruned_config():

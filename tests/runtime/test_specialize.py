@@ -10,6 +10,7 @@ import tritone as triton
 import tritone.language as tl
 from tritone.language.core import constexpr
 from tritone.runtime.specialize import constexpr_key, make_binder, make_key_binder, specialize_value
+from tritone.tools.tensor_descriptor import TensorDescriptor
 
 
 @triton.jit
@@ -214,8 +215,16 @@ def _key_arguments(rng: np.random.Generator) -> tuple:
         choices = [1, 0, 16, 17, -32, 2**31 - 1, 2**31, -(2**31) - 1, 2**63, 2.5, True, np.int32(16), np.float32(1.5)]
         return choices[rng.integers(len(choices))]
 
+    def descriptor():
+        dtype = [torch.float16, torch.float32][rng.integers(2)]
+        shape = [int(rng.choice([16, 32, 40])), 64]
+        block = [int(rng.choice([8, 16])), int(rng.choice([16, 32]))]
+        padding = ["zero", "nan"][rng.integers(2)]
+        return TensorDescriptor(torch.zeros(shape, dtype=dtype), shape, [64, 1], block, padding)
+
     def pointer_or_scalar():
-        return tensor() if rng.random() < 0.7 else scalar()
+        draw = rng.random()
+        return tensor() if draw < 0.6 else descriptor() if draw < 0.75 else scalar()
 
     block = [16, 1, True, 1.0, None, "text", constexpr(16)][rng.integers(7)]
     return (pointer_or_scalar(), pointer_or_scalar(), scalar(), scalar(), scalar(), int(rng.integers(-64, 64)),
@@ -242,3 +251,13 @@ def test_equal_launch_keys_mean_equal_specializations():
     assert len(keys) == 3
     keys = {key_binder(x, x, 5, m, 1.0, 2, 4)[0] for m in (1, 16, 17, 2**31, 2.0)}
     assert len(keys) == 5
+    # Host descriptors: by dtype, block, whether every dim divides by 16, and padding.
+    halves = torch.zeros(48, 64, dtype=torch.float16)
+    descriptors = [TensorDescriptor(halves, [32, 64], [64, 1], [16, 16]),
+                   TensorDescriptor(halves, [32, 64], [64, 1], [16, 32]),
+                   TensorDescriptor(halves, [40, 64], [64, 1], [16, 16]),
+                   TensorDescriptor(halves, [32, 64], [64, 1], [16, 16], padding="nan"),
+                   TensorDescriptor(torch.zeros(32, 64), [32, 64], [64, 1], [16, 16])]
+    keys = [key_binder(d, x, 5, 3, 1.0, 2, 4)[0] for d in descriptors]
+    assert len(set(keys)) == 5
+    assert key_binder(TensorDescriptor(halves[16:], [32, 64], [64, 1], [16, 16]), x, 5, 3, 1.0, 2, 4)[0] == keys[0]

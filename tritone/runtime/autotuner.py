@@ -382,8 +382,13 @@ class Autotuner(KernelInterface):
 
     # -- choosing a config ---------------------------------------------------------
 
-    def _tuning_key(self, kwargs: dict[str, Any]) -> tuple:
-        named = {name: value for name, value in {**self.nargs, **kwargs}.items() if name in self.arg_names}
+    def _tuning_key(self, kwargs: dict[str, Any], nargs: dict[str, Any] | None = None) -> tuple:
+        """The key of the choice for a launch with `kwargs` and the positional arguments
+        `nargs` (by name; the launch's own by default): the values of the `key` arguments,
+        then the dtype of every argument that has one, as Triton keys it."""
+        named = self.nargs if nargs is None else nargs  # positional arguments are all parameters
+        if kwargs:
+            named = {**named, **{name: value for name, value in kwargs.items() if name in self.arg_names}}
         key = [named[name] for name in self.keys if name in named]
         key += [str(value.dtype) for value in named.values() if hasattr(value, "dtype")]
         return tuple(key)
@@ -421,29 +426,33 @@ class Autotuner(KernelInterface):
     def run(self, *args, **kwargs):
         """Choose the config for these arguments (tuning when their key is new) and
         launch the kernel with it. Returns what the wrapped kernel's `run` returns."""
-        self.nargs = dict(zip(self.arg_names, args))
+        launch = self._launch  # this thread's (the nargs property, without its calls)
+        launch.nargs = nargs = dict(zip(self.arg_names, args))
         try:
             given = kwargs.keys() - _LAUNCHER_KEYWORDS
-            if given:
-                self._check_no_tuned_keywords(given)
             tuned = False
             if len(self.configs) > 1:
-                key = self._tuning_key(kwargs)
-                if key not in self.cache:
+                key = self._tuning_key(kwargs, nargs)
+                config = self.cache.get(key)
+                if config is None:
+                    if given:
+                        self._check_no_tuned_keywords(given)
                     tuned = self._tune(key, args, kwargs)
-                config = self.cache[key]
+                    config = self.cache[key]
             else:
                 config = self.configs[0]
             self.best_config = config
             launch_kwargs = config.all_kwargs()
+            if given and not given.isdisjoint(launch_kwargs):
+                self._check_no_tuned_keywords(given)  # raises, naming them
             if tuned and knobs.autotuning.print:
                 print(f"tritone autotuning of {self.base_fn.__name__} for key {key}: {self.bench_time:.2f}s, "
                       f"best config: {config!r}")
             if config.pre_hook is not None:
-                config.pre_hook({**self.nargs, **kwargs, **launch_kwargs})
+                config.pre_hook({**nargs, **kwargs, **launch_kwargs})
             return self.fn.run(*args, **kwargs, **launch_kwargs)
         finally:
-            self.nargs = None
+            launch.nargs = None
 
     def _check_no_tuned_keywords(self, given: set[str]) -> None:
         tuned = set().union(*(config.all_kwargs() for config in self.configs))

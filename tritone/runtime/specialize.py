@@ -354,6 +354,7 @@ def key_namespace(fn: JITFunction, prefix: str) -> dict[str, Any]:
 
     names = {"specialize": specialize_value, "annotated": specialize_annotated, "checked": checked,
              "constexpr_key": constexpr_key, "fn_name": fn.__name__,
+             "Descriptor": TensorDescriptor, "descriptor_key": _descriptor_key,
              "Tensor": getattr(torch, "Tensor", _NoTensorType),
              "ONE": _ONE, "I32D": _I32_DIVISIBLE, "I32": _I32, "I32N": _I32_UNSPECIALIZED, "FP32": _FP32}
     # Generated code reaches Python builtins through prefixed names too: a kernel
@@ -361,6 +362,13 @@ def key_namespace(fn: JITFunction, prefix: str) -> dict[str, Any]:
     names.update({f.__name__: f for f in GENERATED_CODE_BUILTINS})
     namespace.update({prefix + name: value for name, value in names.items()})
     return namespace
+
+
+def _descriptor_key(desc: TensorDescriptor) -> tuple:
+    """What determines the specialization of host descriptor `desc` (its dtype, block,
+    whether every dim divides by 16, its padding), cheaper than building it; a tuple of
+    four, never equal to a specialization."""
+    return desc.base.dtype, tuple(desc.block_shape), not any(dim & 15 for dim in desc.shape), desc.padding
 
 
 def key_statements(param: Any, key: str, prefix: str) -> list[str]:
@@ -383,6 +391,8 @@ def key_statements(param: Any, key: str, prefix: str) -> list[str]:
     else:
         tensor = f"{name}.dtype"
         small_int = f"{p}ONE if {name} == 1 else {p}I32" if specialize else f"{p}I32N"
+    descriptor = [f"elif {p}type({name}) is {p}Descriptor:", f"    {key} = {p}descriptor_key({name})"] \
+        if specialize and align else []
     return [
         f"if {p}isinstance({name}, {p}Tensor):",
         f"    {key} = {tensor}",
@@ -390,6 +400,7 @@ def key_statements(param: Any, key: str, prefix: str) -> list[str]:
         f"    {key} = {small_int}",
         f"elif {p}type({name}) is {p}float:",
         f"    {key} = {p}FP32",
+        *descriptor,
         "else:",
         f"    {key} = {p}checked({p}fn_name, {name!r}, {p}specialize, {name}, {param.is_const}, {specialize}, "
         f"{align})",

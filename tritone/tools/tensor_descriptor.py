@@ -44,8 +44,9 @@ def _has_storage(tensor: Any) -> bool:
 
 
 def _element_strides(tensor: Any) -> list[int]:
-    if callable(getattr(tensor, "stride", None)):  # torch: strides in elements
-        return [int(s) for s in tensor.stride()]
+    stride = getattr(tensor, "stride", None)
+    if callable(stride):  # torch: strides in elements (ints, which __post_init__ checks)
+        return list(stride())
     itemsize = _itemsize(tensor)  # numpy: strides in bytes
     return [int(s) // itemsize for s in tensor.strides]
 
@@ -69,31 +70,34 @@ class TensorDescriptor:
     padding: str = "zero"
 
     def __post_init__(self):
-        self.shape = [int(v) for v in self.shape]
-        self.strides = [int(v) for v in self.strides]
-        self.block_shape = [int(v) for v in self.block_shape]
-        rank = len(self.shape)
+        # Checked on every launch of tutorial-style code (a descriptor per call): plain loops, no generators.
+        self.shape = shape = [int(v) for v in self.shape]
+        self.strides = strides = [int(v) for v in self.strides]
+        self.block_shape = block = [int(v) for v in self.block_shape]
+        rank = len(shape)
         if not 1 <= rank <= MAX_RANK:
             raise ValueError(f"a tensor descriptor has 1 to {MAX_RANK} dims, got {rank}")
-        if len(self.strides) != rank or len(self.block_shape) != rank:
-            raise ValueError(f"shape {self.shape}, strides {self.strides} and block_shape {self.block_shape} "
+        if len(strides) != rank or len(block) != rank:
+            raise ValueError(f"shape {shape}, strides {strides} and block_shape {block} "
                              "must have one entry per dim")
-        if any(dim <= 0 for dim in self.shape):
-            raise ValueError(f"every dim of the shape must be positive, got {self.shape}")
-        if self.strides[-1] != 1:
-            raise ValueError(f"the last dim must be contiguous (stride 1), got strides {self.strides}")
-        itemsize = _itemsize(self.base)
-        misaligned = [s for s in self.strides[:-1] if (s * itemsize) % ALIGNMENT]
-        if misaligned:
-            raise ValueError(f"strides {self.strides} of {itemsize}-byte elements: every stride but the last must "
-                             f"be a multiple of {ALIGNMENT} bytes")
-        if _has_storage(self.base) and _address(self.base) % ALIGNMENT:
-            raise ValueError(f"the base address 0x{_address(self.base):x} must be a multiple of {ALIGNMENT} bytes")
-        validate_block_shape(self.block_shape)
-        if self.padding not in PADDINGS:
-            raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}")
-        if self.padding == "nan" and not _is_floating(self.base):
-            raise ValueError("padding='nan' needs a floating-point tensor")
+        if min(shape) <= 0:
+            raise ValueError(f"every dim of the shape must be positive, got {shape}")
+        if strides[-1] != 1:
+            raise ValueError(f"the last dim must be contiguous (stride 1), got strides {strides}")
+        base = self.base
+        itemsize = _itemsize(base)
+        for stride in strides[:-1]:
+            if (stride * itemsize) % ALIGNMENT:
+                raise ValueError(f"strides {strides} of {itemsize}-byte elements: every stride but the last must "
+                                 f"be a multiple of {ALIGNMENT} bytes")
+        if _has_storage(base) and _address(base) % ALIGNMENT:
+            raise ValueError(f"the base address 0x{_address(base):x} must be a multiple of {ALIGNMENT} bytes")
+        validate_block_shape(block)
+        if self.padding != "zero":
+            if self.padding not in PADDINGS:
+                raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}")
+            if not _is_floating(base):
+                raise ValueError("padding='nan' needs a floating-point tensor")
 
     def signature_type(self) -> str:
         """The kernel signature type of this descriptor: `tensordesc<fp16[64, 64]>`."""

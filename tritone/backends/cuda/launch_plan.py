@@ -621,8 +621,16 @@ class LaunchPlan:
         for name, value in converters.items():
             namespace[prefix + name] = value
         body = []
+        parts: dict[str, str] = {}  # a host descriptor -> the variable holding its kernel_arguments()
         for slot, param in enumerate(spec.runtime_parameters):
-            body.extend(_pack_lines(prefix, slot, param))
+            source = None
+            if param.in_descriptor:
+                owner = param.name + "".join(f"[{index}]" for index in param.path[:-1])
+                if owner not in parts:
+                    parts[owner] = f"{prefix}parts{len(parts)}"
+                    body.append(f"{parts[owner]} = {owner}.kernel_arguments()")
+                source = f"{parts[owner]}[{param.path[-1]}]"
+            body.extend(_pack_lines(prefix, slot, param, source))
         scratch = []
         if spec.global_scratch_size:
             # Allocated before the lock is taken (an allocator may launch kernels
@@ -862,10 +870,10 @@ def _allocate_storage(spec: LaunchSpec) -> tuple[list[Any], dict[str, Any]]:
     return storage, converters
 
 
-def _pack_lines(prefix: str, slot: int, param: Parameter) -> list[str]:
+def _pack_lines(prefix: str, slot: int, param: Parameter, source: str | None = None) -> list[str]:
     """The generated statements writing argument `param` (a parameter or a tuple's
-    element) into its slot."""
-    name, kind, target = param.label, param.type, f"{prefix}v{slot}.value"
+    element) into its slot, read from the expression `source` (`param.label` by default)."""
+    name, kind, target = source or param.label, param.type, f"{prefix}v{slot}.value"
     if param.is_tensormap:
         return [f"{prefix}v{slot}({name})"]
     if param.is_pointer:
