@@ -115,6 +115,18 @@ def _hashable(value):
     return value
 
 
+_SCALARS = (int, bool, float, str, type(None))
+
+
+def _options_key(extra: dict[str, Any]) -> tuple:
+    """`_hashable(extra)`, without its recursion where every launch option is a scalar
+    (an autotuner's num_warps, num_stages, num_ctas on every launch)."""
+    for value in extra.values():
+        if type(value) not in _SCALARS:
+            return _hashable(extra)
+    return tuple(sorted(extra.items()))
+
+
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
     known = [*fn.arg_names, *KernelOptions.FIELD_NAMES, "stream"]
     by_case = {candidate.lower(): candidate for candidate in known}
@@ -188,7 +200,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
 
     knob_values = _launch_knobs()
     interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = knob_values
-    options_key = (_hashable(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
+    options_key = (_options_key(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
     cache = fn.device_caches.for_site(site := site_for(interpret))
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)

@@ -161,7 +161,12 @@ def test_the_next_tiles_first_copies_come_in_the_k_loops_last_trips_on_sm90():
     assert [a.type.name for a in body.args[-2:]] == ["int32", "int32"]
     assert inner.operands[-2:] == body.args[-2:]
     assert body.terminator.operands[-2:] == inner.results[-2:]
-    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in compiled.asm["ptx"]
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
+    # the stages' mbarriers are initialised, then fenced once (a fence after each cost a MEMBAR apiece)
+    inits = [at for at in range(len(ptx)) if ptx.startswith("mbarrier.init.", at)]
+    fences = [at for at in range(len(ptx)) if ptx.startswith("fence.mbarrier_init", at)]
+    assert len(inits) == 3 and len(fences) == 1 and max(inits) < fences[0]
 
 
 def test_without_flatten_each_tile_fills_its_own_stages():

@@ -336,6 +336,12 @@ def test_a_descriptor_seen_before_is_not_encoded_again(simulated_plan):
                 TensorDescriptor.from_tensor(tensor, [16, 64], padding="nan"), out, 16, 64)
     assert [e["address"] for e in gpu.encodes] == [tensor.address, tensor.address, other.address, tensor.address]
     assert gpu.encodes[-1]["fill"] == TensorMapOOBFill.NAN_REQUEST_ZERO_FMA
+    assert gpu.launches[-1]["arguments"][-2][8:16] == other.address.to_bytes(8, "little")
+    # back to the first tensor: its map (encoded before) is passed again, not the last one written
+    plan.launch(3, 2, 1, 0, TensorDescriptor.from_tensor(tensor, [16, 64]),
+                TensorDescriptor.from_tensor(tensor, [16, 64]), out, 16, 64)
+    assert len(gpu.encodes) == 4
+    assert gpu.launches[-1]["arguments"][-2][8:16] == tensor.address.to_bytes(8, "little")
     assert plan.inline_parts() is None  # the dispatcher leaves tensor maps to the plan's launch
 
 

@@ -70,10 +70,14 @@ _MBARRIER_BYTES = 16  # 8 used, the scratch granularity kept
 
 _TENSORMAP_STRUCT = "struct __align__(64) tt_tensormap { unsigned long long opaque[16]; };"
 
+# An initialisation is fenced once after the last of a group (`tt_mbarrier_init_fence`): a fence
+# after each cost a MEMBAR.ALL.CTA apiece in every block's prologue.
 _MBARRIER_HELPERS = r"""__device__ __forceinline__ void tt_mbarrier_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\t"
-               "fence.mbarrier_init.release.cluster;\n\t"
-               "fence.proxy.async.shared::cta;" :: "r"(bar), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void tt_mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n\t"
+               "fence.proxy.async.shared::cta;" ::: "memory");
 }
 __device__ __forceinline__ void tt_mbarrier_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
@@ -202,6 +206,7 @@ def emit_tma_load(em: Emitter, op: Operation) -> None:
     em.line(f"const unsigned tt_bar = tt_shared_address({em.scratch('unsigned long long', tile_end, 8)});")
     em.open("if (threadIdx.x == 0)")
     em.line("tt_mbarrier_init(tt_bar, 1);")
+    em.line("tt_mbarrier_init_fence();")
     em.line(f"tt_mbarrier_expect_tx(tt_bar, {nbytes}u);")
     for at, coords in _boxes(tensormap, offsets):
         em.line(f"tt_tma_load_{rank}d(tt_shared_address(tt_buf) + {at}u, {em.name(op.operands[0])}, tt_bar, "
@@ -546,6 +551,7 @@ def emit_mbarrier_init(em: Emitter, op: Operation) -> None:
     em.open(f"if ({em.leader})")
     for stage in range(barriers.type.shape[0]):
         em.line(f"tt_mbarrier_init({_mbarrier(em, barriers, str(stage))}, {count});")
+    em.line("tt_mbarrier_init_fence();")
     em.close()
     em.barrier()  # initialised before any thread waits on them
 

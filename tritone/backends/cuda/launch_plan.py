@@ -770,6 +770,7 @@ class LaunchPlan:
             encoder = self._encoders[key] = TensorMapEncoder(self.driver, desc_type, box, swizzle)
         address = ctypes.addressof(self.storage[slot])
         memmove = ctypes.memmove
+        written = [None]  # the encoded map in the slot: a launch with the same tensor copies nothing
 
         def write(desc: TensorDescriptor) -> None:
             try:
@@ -777,7 +778,9 @@ class LaunchPlan:
             except CudaError as error:
                 raise ValueError(f"kernel {spec.name}: tensor descriptor {param.label} (at {param.num}) cannot be "
                                  f"read with TMA: {error}") from None
-            memmove(address, encoded, TENSOR_MAP_BYTES)
+            if encoded is not written[0]:
+                memmove(address, encoded, TENSOR_MAP_BYTES)
+                written[0] = encoded
 
         return write
 
