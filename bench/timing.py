@@ -168,8 +168,13 @@ def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round:
     """Median milliseconds per call of each callable on the GPU, the callables timed in
     turn: each round runs every callable `per_round` times back to back between two CUDA
     events, in the opposite order to the round before, so that clock and power drift
-    (a GPU slows as it heats) fall on all of them alike. No cache flush: for kernels
-    that take a millisecond or more, whose inputs outgrow the cache anyway."""
+    (a GPU slows as it heats) fall on all of them alike. A call queued before the first
+    event keeps the GPU busy while the host queues the timed ones: without it, the time
+    the host takes to queue the first call (a launch's Python, tens of microseconds)
+    counted as GPU time, a few percent of a round of 100-microsecond kernels. A callable
+    whose host side is slower than its kernel is still timed at the host's pace, as
+    back-to-back calls run. No cache flush: for kernels that take a hundred microseconds
+    or more, whose inputs outgrow the cache anyway."""
     times: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():
         call()
@@ -178,6 +183,7 @@ def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round:
     for _ in range(rounds):
         for name in order:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            calls[name]()  # the lead-in, not timed
             start.record()
             for _ in range(per_round):
                 calls[name]()

@@ -2,7 +2,7 @@
 own files unmodified, under upstream Triton and under tritone in one process, timed
 in turn beside torch.
 
-    python bench/tutorials.py --tutorials PATH [--only attention matmul] [--quick] [--fp8] [-K K]
+    python bench/tutorials.py --tutorials PATH [--only attention matmul] [--quick] [--fp8] [-K K] [--forms ...]
 
 PATH is the `python/tutorials` folder of a Triton checkout (release/3.6.x holds the
 forms measured in docs; nothing of it is copied here). Each tutorial file is executed
@@ -13,7 +13,8 @@ and the kernels' text is the tutorial's). Its `__main__` part does not run.
 Cases are those the tutorials' own benchmarks time on the GPU at hand. Tutorial 09:
 M = N = 8192 and K = 8192 (`-K` for another; the tutorial's default is 512), fp16 (or
 fp8 e4m3 with `--fp8`), the naive, persistent, TMA, TMA persistent
-and device-descriptor persistent kernels, the last with `warp_specialize` too; on
+and device-descriptor persistent kernels, the last with `warp_specialize` too
+(`--forms` for some of them); on
 sm_90 the tutorial skips host-descriptor kernels with warp specialization, and so
 does this. Tutorial 06: forward attention, batch 4, 32 heads, 4096 tokens (1024 with
 `--quick`), head dim 64 and 128, causal and not, fp16, with `warp_specialize` off and
@@ -32,6 +33,7 @@ import argparse
 import builtins
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -150,9 +152,13 @@ def measure(table: Table, case: str, flops: float, runs: dict, check, rounds: in
     table.add(case, {side: cells.get(side, "not run") for side in runs})
 
 
-def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, per_round: int) -> None:
-    """Tutorial 09's kernels at M = N = 8192 and `k` against `torch.matmul` (fp16 only, as
-    the tutorial)."""
+MATMUL_FORMS = ("naive", "persistent", "tma persistent", "tma", "descriptor persistent", "descriptor persistent ws")
+
+
+def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, per_round: int,
+                 forms: tuple[str, ...] = MATMUL_FORMS) -> None:
+    """Tutorial 09's kernels (those of `forms` the tutorial benchmarks on this GPU) at
+    M = N = 8192 and `k` against `torch.matmul` (fp16 only, as the tutorial)."""
     import torch
 
     size = 8192
@@ -163,21 +169,27 @@ def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, 
     reference = a.float() @ b.float().T
     # relative to the largest |c|: an fp8 e4m3 output keeps 3 mantissa bits
     tolerance = reference.abs().max().item() * (0.07 if fp8 else 1e-2)
-    any_side = next(iter(tutorials.values()))
-    methods = [("naive", lambda m: m.matmul(a, b.T)), ("persistent", lambda m: m.matmul_persistent(a, b.T))]
-    for ws in (False, True) if any_side.HAS_WARP_SPECIALIZE else (False,):
-        suffix = " ws" if ws else ""
-        if any_side.HAS_HOST_TENSOR_DESC and not (any_side.is_hopper() and ws):
-            methods += [(f"tma persistent{suffix}", lambda m, ws=ws: m.matmul_tma_persistent(a, b, ws)),
-                        (f"tma{suffix}", lambda m, ws=ws: m.matmul_tma(a, b, ws))]
-        if any_side.HAS_TENSOR_DESC:
-            methods.append((f"descriptor persistent{suffix}",
-                            lambda m, ws=ws: m.matmul_descriptor_persistent(a, b, ws)))
-    for method, call in methods:
+    for method, call in matmul_methods(next(iter(tutorials.values())), a, b, forms):
         calls = {} if fp8 else {"torch": lambda: torch.matmul(a, b.T)}
         calls.update({side: (lambda module=module, call=call: call(module)) for side, module in tutorials.items()})
         _timed_outputs(table, f"09 {method} {'fp8' if fp8 else 'fp16'} {size}x{size}x{k}", 2.0 * size * size * k, calls,
                        reference, tolerance, rounds, per_round, tutorials)
+
+
+def matmul_methods(module, a, b, forms: tuple[str, ...] = MATMUL_FORMS) -> list[tuple[str, Callable]]:
+    """(form, call(tutorial module)) for the kernels of `forms` that tutorial 09 (`module`,
+    either side's) benchmarks on this GPU, on inputs `a` (M x K) and `b` (N x K): those
+    with host descriptors not with `warp_specialize` on Hopper, as the tutorial."""
+    methods = [("naive", lambda m: m.matmul(a, b.T)), ("persistent", lambda m: m.matmul_persistent(a, b.T))]
+    for ws in (False, True) if module.HAS_WARP_SPECIALIZE else (False,):
+        suffix = " ws" if ws else ""
+        if module.HAS_HOST_TENSOR_DESC and not (module.is_hopper() and ws):
+            methods += [(f"tma persistent{suffix}", lambda m, ws=ws: m.matmul_tma_persistent(a, b, ws)),
+                        (f"tma{suffix}", lambda m, ws=ws: m.matmul_tma(a, b, ws))]
+        if module.HAS_TENSOR_DESC:
+            methods.append((f"descriptor persistent{suffix}",
+                            lambda m, ws=ws: m.matmul_descriptor_persistent(a, b, ws)))
+    return [(form, call) for form, call in methods if form in forms]
 
 
 def attention_cases(table: Table, tutorials: dict, tokens: int, rounds: int, per_round: int) -> None:
@@ -228,6 +240,8 @@ def main(argv=None) -> int:
     parser.add_argument("--fp8", action="store_true", help="tutorial 09 in fp8 e4m3 instead of fp16")
     parser.add_argument("-K", type=int, default=8192, help="tutorial 09's K (M = N = 8192; the tutorial's own "
                         "default is 512)")
+    parser.add_argument("--forms", nargs="+", default=list(MATMUL_FORMS), choices=MATMUL_FORMS, metavar="FORM",
+                        help=f"tutorial 09's kernels to time (each side autotunes each): {', '.join(MATMUL_FORMS)}")
     args = parser.parse_args(argv)
     names = {"attention": ATTENTION, "matmul": MATMUL}
     missing = [names[kind] for kind in args.only if not (args.tutorials / names[kind]).is_file()]
@@ -253,7 +267,7 @@ def main(argv=None) -> int:
         if kind == "attention":
             attention_cases(table, tutorials, 1024 if args.quick else 4096, rounds, per_round)
         else:
-            matmul_cases(table, tutorials, args.fp8, args.K, rounds, per_round)
+            matmul_cases(table, tutorials, args.fp8, args.K, rounds, per_round, tuple(args.forms))
     table.print()
     return 0
 

@@ -87,3 +87,77 @@ def test_the_table_gives_ratios_and_names_what_was_not_timed(capsys) -> None:
 def test_a_folder_without_the_tutorials_is_refused(tmp_path: Path, capsys) -> None:
     assert tutorials.main(["--tutorials", str(tmp_path), "--only", "matmul"]) == 2
     assert "lacks 09-persistent-matmul.py" in capsys.readouterr().err
+
+
+class _Tutorial09:
+    """What matmul_methods reads of tutorial 09's module, and a record of the kernels called."""
+
+    def __init__(self, hopper: bool, tensor_desc: bool = True):
+        self.HAS_WARP_SPECIALIZE = True
+        self.HAS_HOST_TENSOR_DESC = True
+        self.HAS_TENSOR_DESC = tensor_desc
+        self.hopper = hopper
+        self.called: list = []
+
+    def is_hopper(self) -> bool:
+        return self.hopper
+
+    def __getattr__(self, name: str):
+        if not name.startswith("matmul"):
+            raise AttributeError(name)
+        return lambda *args: self.called.append((name, args[-1] if len(args) == 3 else None))
+
+
+def test_the_matmul_forms_are_the_tutorials_and_can_be_narrowed() -> None:
+    import numpy as np
+
+    a, b = np.zeros((4, 2)), np.zeros((3, 2))
+    hopper = _Tutorial09(hopper=True)
+    methods = tutorials.matmul_methods(hopper, a, b)
+    # on Hopper the tutorial skips host descriptors with warp specialization
+    assert [form for form, _ in methods] == ["naive", "persistent", "tma persistent", "tma", "descriptor persistent",
+                                             "descriptor persistent ws"]
+    assert set(tutorials.MATMUL_FORMS) == {form for form, _ in methods}
+    for _, call in methods:
+        call(hopper)
+    assert hopper.called[2:] == [("matmul_tma_persistent", False), ("matmul_tma", False),
+                                 ("matmul_descriptor_persistent", False), ("matmul_descriptor_persistent", True)]
+    blackwell = tutorials.matmul_methods(_Tutorial09(hopper=False, tensor_desc=False), a, b)
+    assert [form for form, _ in blackwell] == ["naive", "persistent", "tma persistent", "tma"]
+    narrowed = tutorials.matmul_methods(hopper, a, b, ("tma persistent", "descriptor persistent ws"))
+    assert [form for form, _ in narrowed] == ["tma persistent", "descriptor persistent ws"]
+
+
+def test_an_unknown_form_is_refused(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        tutorials.main(["--tutorials", str(tmp_path), "--forms", "tiled"])
+    assert exited.value.code == 2 and "invalid choice: 'tiled'" in capsys.readouterr().err
+
+
+def test_each_round_queues_an_untimed_call_before_its_first_event(monkeypatch) -> None:
+    """time_in_turn on a simulated CUDA: the event pair of a round brackets only its
+    timed calls, behind one call queued before them."""
+    import torch
+
+    from bench import timing
+
+    log: list = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = False):
+            self.at = None
+
+        def record(self) -> None:
+            self.at = len(log)
+            log.append("event")
+
+        def elapsed_time(self, end) -> float:
+            return float(end.at - self.at - 1)  # "milliseconds": the calls between the two events
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    calls = {"a": lambda: log.append("a"), "b": lambda: log.append("b")}
+    times = timing.time_in_turn(calls, rounds=2, per_round=3)
+    assert times == {"a": 1.0, "b": 1.0}
+    round_of = {name: [name, "event", name, name, name, "event"] for name in calls}
+    assert log == ["a", "b", *round_of["a"], *round_of["b"], *round_of["b"], *round_of["a"]]
