@@ -37,6 +37,18 @@ def launch_probe_kernel(x_ptr, y_ptr, out_ptr, n):
 
 
 @triton.jit
+def launch_probe_tuned_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def launch_probe_descriptor_kernel(x_desc, y_desc, out_desc):
+    out_desc.store([0], x_desc.load([0]) + y_desc.load([0]))
+
+
+@triton.jit
 def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
@@ -297,6 +309,8 @@ class Kernels:
     package: ModuleType
     add: Any
     launch_probe: Any
+    launch_probe_tuned: Any
+    launch_probe_descriptor: Any
     softmax: Any
     layer_norm_fwd: Any
     layer_norm_bwd_dx: Any
@@ -342,6 +356,8 @@ def bind(triton_module: ModuleType, tl_module: ModuleType) -> Kernels:
         package=triton_module,
         add=namespace["add_kernel"],
         launch_probe=namespace["launch_probe_kernel"],
+        launch_probe_tuned=namespace["launch_probe_tuned_kernel"],
+        launch_probe_descriptor=namespace["launch_probe_descriptor_kernel"],
         softmax=namespace["softmax_kernel"],
         layer_norm_fwd=namespace["layer_norm_fwd_kernel"],
         layer_norm_bwd_dx=namespace["layer_norm_bwd_dx_kernel"],

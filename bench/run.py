@@ -804,34 +804,67 @@ def attention_case(ctx: Context, qkv: list[Any], causal: bool, configs: Sequence
     ctx.run_case(case, variants)
 
 
+# An autotuner of this many configs, as tutorial 09's persistent kernels have (48), of
+# which `early_config_prune` keeps the first: one compile, and every launch goes
+# through the autotuner's own per-call work over the whole list.
+LAUNCH_PROBE_CONFIGS = 48
+
+
+def launch_probes(kernels: Any, x: Any, y: Any, out: Any) -> dict[str, Callable[[], None]]:
+    """The launches `bench_launch` times, by case, for one implementation's kernels:
+    a plain kernel of 4 arguments; the same behind an autotuner of
+    `LAUNCH_PROBE_CONFIGS` configs; and one of three host tensor descriptors made
+    afresh on each call, as tutorials 06 and 09 make theirs."""
+    package = kernels.package
+    configs = [package.Config({"BLOCK": 16}, num_warps=1, num_stages=stages)
+               for stages in range(1, LAUNCH_PROBE_CONFIGS + 1)]
+    # upstream times even a lone pruned config: a do_bench that runs nothing (its own needs a GPU driver)
+    tuned = package.autotune(configs=configs, key=["n"], do_bench=lambda call, quantiles: [1.0] * len(quantiles),
+                             prune_configs_by={"early_config_prune": lambda configs, named, **kw: configs[:1]})(
+        kernels.launch_probe_tuned)
+    descriptor = importlib.import_module(f"{package.__name__}.tools.tensor_descriptor").TensorDescriptor
+    plain, with_descriptors = kernels.launch_probe, kernels.launch_probe_descriptor
+    return {
+        "4 args, grid 1": lambda: plain[(1,)](x, y, out, 16),
+        f"autotuned, {LAUNCH_PROBE_CONFIGS} configs": lambda: tuned[(1,)](x, y, out, 16),
+        "3 host descriptors": lambda: with_descriptors[(1,)](
+            descriptor.from_tensor(x, [16]), descriptor.from_tensor(y, [16]), descriptor.from_tensor(out, [16])),
+    }
+
+
 def bench_launch(ctx: Context) -> None:
-    """Host time per launch of a 4-argument kernel on 16 elements, issued in a Python loop."""
+    """Host time per launch of small kernels on 16 elements, issued in a Python loop
+    (`launch_probes`: plain, autotuned, with host descriptors)."""
     import torch
 
     calls, batches = ctx.sizes.launch
     x = random_tensor(torch, (16,), torch.float32, ctx.device)
     y = random_tensor(torch, (16,), torch.float32, ctx.device)
     out = torch.empty_like(x)
-    for impl in KERNEL_IMPLS:
-        base = Row(group=ctx.group, bench="launch", case="4 args, grid 1", impl=impl, unit="us/call", time_unit="us")
-        try:
-            if ctx.lost:
-                raise RuntimeError(f"not run: the CUDA context was lost earlier ({ctx.lost})")
-            kernel = ctx.kernels(impl).launch_probe
+    for case in ("4 args, grid 1", f"autotuned, {LAUNCH_PROBE_CONFIGS} configs", "3 host descriptors"):
+        for impl in KERNEL_IMPLS:
+            _time_launches(ctx, case, impl, x, y, out, calls, batches)
 
-            def launch(kernel: Any = kernel) -> None:
-                kernel[(1,)](x, y, out, 16)
 
-            out.fill_(math.nan)
-            launch()
-            ctx.timer.synchronize()
-            check_outputs(torch, [out], [x + y], 0.0)
-            timing = ctx.timer.launch_overhead_us(launch, calls, batches)
-        except Exception as exc:
-            ctx.emit(replace(base, error=one_line(exc)))
-            continue
-        ctx.emit(replace(base, value=timing.median, median=timing.median, min=timing.min, p20=timing.p20,
-                         p80=timing.p80, reps=timing.reps))
+def _time_launches(ctx: Context, case: str, impl: str, x: Any, y: Any, out: Any, calls: int, batches: int) -> None:
+    """One row of `bench_launch`: `impl`'s launches of `case`, checked, then timed."""
+    import torch
+
+    base = Row(group=ctx.group, bench="launch", case=case, impl=impl, unit="us/call", time_unit="us")
+    try:
+        if ctx.lost:
+            raise RuntimeError(f"not run: the CUDA context was lost earlier ({ctx.lost})")
+        launch = launch_probes(ctx.kernels(impl), x, y, out)[case]
+        out.fill_(math.nan)
+        launch()
+        ctx.timer.synchronize()
+        check_outputs(torch, [out], [x + y], 0.0)
+        timing = ctx.timer.launch_overhead_us(launch, calls, batches)
+    except Exception as exc:
+        ctx.emit(replace(base, error=one_line(exc)))
+        return
+    ctx.emit(replace(base, value=timing.median, median=timing.median, min=timing.min, p20=timing.p20,
+                     p80=timing.p80, reps=timing.reps))
 
 
 def bench_first_call(ctx: Context) -> None:

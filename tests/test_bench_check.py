@@ -33,6 +33,8 @@ def test_check_runs_every_benchmark(tmp_path: Path) -> None:
     results = [row for row in rows if row["role"] == "result"]
     assert {row["bench"] for row in results} == KERNEL_BENCHES | {"copy", "launch", "first call"}
     assert len({row["case"] for row in results if row["bench"] == "attention"}) == 4
+    assert {row["case"] for row in results if row["bench"] == "launch"} == {
+        "4 args, grid 1", "autotuned, 48 configs", "3 host descriptors"}
     for row in results:
         if row["impl"] in ("torch", "tritone"):
             # Checked against torch in float64 before being timed, then timed.
