@@ -382,11 +382,11 @@ class Autotuner(KernelInterface):
 
     # -- choosing a config ---------------------------------------------------------
 
-    def _tuning_key(self, kwargs: dict[str, Any], nargs: dict[str, Any] | None = None) -> tuple:
+    def _tuning_key(self, kwargs: dict[str, Any], nargs: dict[str, Any]) -> tuple:
         """The key of the choice for a launch with `kwargs` and the positional arguments
-        `nargs` (by name; the launch's own by default): the values of the `key` arguments,
-        then the dtype of every argument that has one, as Triton keys it."""
-        named = self.nargs if nargs is None else nargs  # positional arguments are all parameters
+        `nargs` (by name): the values of the `key` arguments, then the dtype of every
+        argument that has one, as Triton keys it."""
+        named = nargs  # positional arguments are all parameters
         if kwargs:
             named = {**named, **{name: value for name, value in kwargs.items() if name in self.arg_names}}
         key = [named[name] for name in self.keys if name in named]

@@ -103,28 +103,23 @@ def preload(fn: JITFunction, text: str) -> compiler.CompiledKernel:
     return compiler.compile(source, target=launch_site()[0], options=data["options"])
 
 
+_SCALARS = (int, bool, float, str, type(None))
+
+
 def _hashable(value):
     """`value` as a hashable key: dicts become sorted item tuples, lists and sets tuples
-    (launch options such as `extern_libs={...}` hold them)."""
+    (launch options such as `extern_libs={...}` hold them). A dict of scalars (an
+    autotuner's num_warps, num_stages, num_ctas on every launch) is sorted as it is."""
     if isinstance(value, dict):
-        return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
+        for item in value.values():  # a loop, not all() and a generator: this runs on every launch
+            if type(item) not in _SCALARS:
+                return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
+        return tuple(sorted(value.items()))
     if isinstance(value, (list, tuple)):
         return tuple(_hashable(item) for item in value)
     if isinstance(value, (set, frozenset)):
         return tuple(sorted(_hashable(item) for item in value))
     return value
-
-
-_SCALARS = (int, bool, float, str, type(None))
-
-
-def _options_key(extra: dict[str, Any]) -> tuple:
-    """`_hashable(extra)`, without its recursion where every launch option is a scalar
-    (an autotuner's num_warps, num_stages, num_ctas on every launch)."""
-    for value in extra.values():
-        if type(value) not in _SCALARS:
-            return _hashable(extra)
-    return tuple(sorted(extra.items()))
 
 
 def _unknown_keyword(fn: JITFunction, name: str) -> UnknownKeywordError:
@@ -200,7 +195,7 @@ def launch(fn: JITFunction, args: tuple, kwargs: dict[str, Any], *, grid, warmup
 
     knob_values = _launch_knobs()
     interpret, always_compile, fp_fusion_default, fp32_default, debug_knob = knob_values
-    options_key = (_options_key(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
+    options_key = (_hashable(extra) if extra else (), fn.debug, fp_fusion_default, fp32_default, debug_knob)
     cache = fn.device_caches.for_site(site := site_for(interpret))
     lookup_key = (arguments_key, options_key)
     kernel = None if always_compile else cache.by_arguments.get(lookup_key)

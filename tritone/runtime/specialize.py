@@ -194,7 +194,7 @@ def specialize_value(value: Any, is_const: bool = False, specialize: bool = True
         # vectors one; "Z", zero padding, lets loads be asynchronous copies (which fill with zeros).
         if not specialize:
             return value.signature_type(), None
-        divisible = DIVISIBLE if align and all(dim % 16 == 0 for dim in value.shape) else ""
+        divisible = DIVISIBLE if align and _dims_divide_by_16(value.shape) else ""
         return value.signature_type(), divisible + (ZERO_PADDED if value.padding == "zero" else "")
     raise TypeError(_unsupported_argument(value))
 
@@ -364,16 +364,19 @@ def key_namespace(fn: JITFunction, prefix: str) -> dict[str, Any]:
     return namespace
 
 
+def _dims_divide_by_16(shape) -> bool:
+    """Whether every dim of a host descriptor's shape divides by 16 (its "D" attribute)."""
+    for dim in shape:  # a loop costs less than all() and a generator for a few dims
+        if dim & 15:
+            return False
+    return True
+
+
 def _descriptor_key(desc: TensorDescriptor) -> tuple:
     """What determines the specialization of host descriptor `desc` (its dtype, block,
     whether every dim divides by 16, its padding), cheaper than building it; a tuple of
     four, never equal to a specialization."""
-    divisible = True
-    for dim in desc.shape:  # a loop costs less than any() and a generator for a few dims
-        if dim & 15:
-            divisible = False
-            break
-    return desc.base.dtype, tuple(desc.block_shape), divisible, desc.padding
+    return desc.base.dtype, tuple(desc.block_shape), _dims_divide_by_16(desc.shape), desc.padding
 
 
 def key_statements(param: Any, key: str, prefix: str) -> list[str]:
