@@ -6,7 +6,7 @@ Without a GPU: kernels compile with NVRTC for sm_90 into PTX holding
 code it got before; which descriptors keep pointer code and why; the
 arguments of `cuTensorMapEncodeTiled` and the bytes a launch passes, against a
 simulated driver. On a GPU (`gpu` marker): TMA loads and stores of 2-D and 3-D
-blocks of every dtype family, straddling the tensor's edges with zero and NaN
+blocks (1-D, 2-D and 3-D) of every dtype family, straddling the tensor's edges with zero and NaN
 padding, bit-exact against torch; the same checks also run in the interpreter
 here, so their own logic is tested everywhere.
 """
@@ -51,6 +51,15 @@ def copy_2d(src, dst, out, BM: tl.constexpr, BN: tl.constexpr):
     cols = (pn * BN + tl.arange(0, BN))[None, :]
     tl.store(out + rows * (tl.num_programs(1) * BN) + cols, block)
     dst.store([m, n], block)
+
+
+@triton.jit
+def copy_1d(src, dst, out, B: tl.constexpr):
+    """`copy_2d` in one dim."""
+    p = tl.program_id(0)
+    block = src.load([p * B - B // 2])
+    tl.store(out + p * B + tl.arange(0, B), block)
+    dst.store([p * B - B // 2], block)
 
 
 @triton.jit
@@ -147,6 +156,15 @@ def test_host_descriptor_loads_and_stores_are_tma_copies_on_sm90(element, block)
     # each thread moves 16 contiguous bytes of the row-major tile at a time, where the block gives it that many
     if block[0] * block[1] * dtype(element).itemsize >= 16 * 128:
         assert re.search(r"ld\.shared\.v4", ptx) and re.search(r"st\.shared\.v4", ptx)
+
+
+@pytest.mark.parametrize("element, block", [("fp32", 16), ("fp16", 256), ("i8", 64)])
+def test_1d_blocks_use_1d_copies(element, block):
+    desc = f"tensordesc<{element}[{block}]>"
+    kernel = _compile(copy_1d, {"src": desc, "dst": desc, "out": f"*{element}"}, {"B": block}, 90)
+    ptx = kernel.asm["ptx"]
+    assert "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.1d.global.shared::cta.bulk_group" in ptx
 
 
 def test_3d_blocks_use_3d_copies_with_the_innermost_coordinate_first():
@@ -462,6 +480,27 @@ def check_copy_of_a_strided_window(device: str) -> None:
     assert_same(dst_whole, untouched, "the tensor around a stored window")
 
 
+CASES_1D = [
+    (torch.float32, [16], (45,)),
+    (torch.float16, [256], (600,)),
+    (torch.int8, [64], (100,)),
+    (torch.float8_e5m2, [32], (48,)),
+]
+
+
+def check_copy_1d(device: str, torch_dtype, block: list[int], shape: tuple[int], padding: str) -> None:
+    what = f"{torch_dtype} block {block} of a {shape} tensor, padding {padding}"
+    src = _random(shape, torch_dtype, device)
+    dst = _random(shape, torch_dtype, device)
+    grid = (-(-(shape[0] + block[0] // 2) // block[0]),)
+    out = _random((grid[0] * block[0],), torch_dtype, device)
+    copy_1d[grid](TensorDescriptor.from_tensor(src, block, padding), TensorDescriptor.from_tensor(dst, block), out,
+                  block[0])
+    fill = float("nan") if padding == "nan" else 0.0
+    assert_same(out, _shifted_blocks(src, grid, block, fill), f"loaded blocks of {what}")
+    assert_same(dst, src, f"stored blocks of {what}")
+
+
 CASES_3D = [
     (torch.float16, [2, 8, 32], (5, 19, 40)),
     (torch.float32, [4, 4, 8], (7, 9, 12)),
@@ -487,8 +526,10 @@ def _paddings(torch_dtype) -> list[str]:
     return ["zero", "nan"] if torch_dtype.is_floating_point else ["zero"]
 
 
-CHECKS = ([pytest.param(check_copy_2d, (dt, block, shape, padding), id=f"2d-{dt}-{block}-{shape}-{padding}")
-           for dt, block, shape in CASES_2D for padding in _paddings(dt)]
+CHECKS = ([pytest.param(check_copy_1d, (dt, block, shape, padding), id=f"1d-{dt}-{block}-{shape}-{padding}")
+           for dt, block, shape in CASES_1D for padding in _paddings(dt)]
+          + [pytest.param(check_copy_2d, (dt, block, shape, padding), id=f"2d-{dt}-{block}-{shape}-{padding}")
+             for dt, block, shape in CASES_2D for padding in _paddings(dt)]
           + [pytest.param(check_copy_3d, (dt, block, shape, padding), id=f"3d-{dt}-{block}-{shape}-{padding}")
              for dt, block, shape in CASES_3D for padding in _paddings(dt)]
           + [pytest.param(lambda device: check_copy_of_a_strided_window(device), (), id="strided-window")])

@@ -303,7 +303,7 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     linear = em.linear(value)
     staging = _Staging(op)
     eb = value.type.scalar.itemsize
-    if stmatrix_fits(linear, eb, staging.box[1]):
+    if stmatrix_fits(linear, eb, staging.box[-1]):
         write_by_stmatrix(em, linear, em.name(value), staging.index)
     else:
         # byte elements (fp8) in pairs at least: an mma result's thread holds column pairs
