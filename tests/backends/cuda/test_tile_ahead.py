@@ -169,6 +169,19 @@ def test_the_next_tiles_first_copies_come_in_the_k_loops_last_trips_on_sm90():
     assert len(inits) == 3 and len(fences) == 1 and max(inits) < fences[0]
 
 
+def test_only_a_tma_k_loop_inside_the_loop_over_tiles_is_kept_rolled():
+    # NVVM unrolls a K loop by two and adds a remainder trip, paid once a tile in a
+    # persistent kernel (codegen_control.unroll_pragma)
+    persistent, _ = _host_kernel(90)
+    assert [line.strip() for line in persistent.asm["cuda"].splitlines()].count("#pragma unroll 1") == 1
+    one_tile, _ = _after_passes(epilogue_in_the_loop, {k: v for k, v in _host_signature(64, 64, 32).items()
+                                                       if k not in ("M", "N")},
+                                {"BM": 64, "BN": 64, "BK": 32}, {(i,): _HOST_ATTRS[(i,)] for i in range(4)}, 90)
+    assert "#pragma unroll 1" not in one_tile.asm["cuda"]
+    pointer, _ = _host_kernel(80)
+    assert "#pragma unroll 1" not in pointer.asm["cuda"]
+
+
 def test_without_flatten_each_tile_fills_its_own_stages():
     _, fn = _host_kernel(90, flatten=False)
     body = _outer(fn).regions[0]
