@@ -16,6 +16,8 @@ K trip, as many K trips as stages ahead.
 
 from __future__ import annotations
 
+import re
+
 import cuda_emulator
 import numpy as np
 import pytest
@@ -180,6 +182,31 @@ def test_only_a_tma_k_loop_inside_the_loop_over_tiles_is_kept_rolled():
     assert "#pragma unroll 1" not in one_tile.asm["cuda"]
     pointer, _ = _host_kernel(80)
     assert "#pragma unroll 1" not in pointer.asm["cuda"]
+
+
+def test_a_persistent_k_loop_leaves_its_accumulator_unzeroed_and_its_first_wgmma_ignores_it():
+    # upstream Triton's accumulator-initialisation pass: the first trip's wgmma has scale-d 0
+    # (`codegen_control._zeroed_accumulators`), the registers are zeroed once a program, and
+    # after a K loop of no trips the zeros are written, once its wgmma groups are done
+    persistent, _ = _host_kernel(90)
+    cuda = persistent.asm["cuda"]
+    first_trip = re.findall(r'"r"\(\(unsigned\)\((iv\d+_k) != (\w+)\)\)', cuda)
+    assert len(first_trip) == 1, "one wgmma group, its first step's scale-d set from the trip"
+    iv, lb = first_trip[0]
+    loop = cuda.index(f"for (int {iv} = {lb};")
+    tile_loop = cuda.index("for (int iv")
+    assert tile_loop < loop
+    accumulator = re.search(r"float (c\d+)\[\d+\];\s*#pragma unroll\s*for \(int i = 0; i < \d+; \+\+i\) \1\[i\] = 0;",
+                            cuda)
+    assert accumulator and accumulator.start() < tile_loop, "zeroed once, before the loop over tiles"
+    drained = cuda.index("wgmma.wait_group.sync.aligned 0;", loop)
+    no_trips = cuda.index(f"if (!({lb} < ", loop)
+    assert drained < no_trips and f"{accumulator.group(1)}[i] = " in cuda[no_trips:no_trips + 300]
+    # a K loop run once a program (not inside another loop) adds its zeros as before
+    one_tile, _ = _after_passes(epilogue_in_the_loop, {k: v for k, v in _host_signature(64, 64, 32).items()
+                                                       if k not in ("M", "N")},
+                                {"BM": 64, "BN": 64, "BK": 32}, {(i,): _HOST_ATTRS[(i,)] for i in range(4)}, 90)
+    assert "(unsigned)(iv" not in one_tile.asm["cuda"]
 
 
 def test_without_flatten_each_tile_fills_its_own_stages():

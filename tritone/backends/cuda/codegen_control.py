@@ -12,12 +12,43 @@ from __future__ import annotations
 
 from tritone.ir.core import Operation, Value
 from tritone.ir.layouts import DistributedLayout
+from tritone.ir.ops import is_zero_constant
+from tritone.ir.types import type_text
 
 from .codegen_base import CodegenError, Emitter, emits
 from .codegen_memory import async_copies, pin_registers, vector_width
 from .codegen_types import ctype
 from .dot.shared import is_shared_tile, tile_range
+from .dot.wgmma import zeros_if_no_trips
 from .int_ranges import constant_trips
+
+
+def _zeroed_accumulators(op: Operation) -> dict[int, Operation]:
+    """The values `op`, a `for` inside another loop, carries from zeros into a wgmma
+    dot's accumulator, by index, each with its dot: the carried value's only reader, at
+    the body's top level, whose result is yielded back in its place. The dot's first
+    trip ignores the accumulator (scale-d 0) instead of adding the zeros to its
+    products, as upstream Triton's accumulator-initialisation pass has it, so that the
+    zeros need not be written into the registers each time the loop starts: a
+    persistent kernel's K loop starts once a tile (64 CS2R a thread, waiting for the
+    epilogue's reads of those registers, in tutorial 09's kernels). A loop run once
+    a program zeroes its accumulator once either way."""
+    body = op.regions[0]
+    found = {}
+    if not _inside_a_loop(op):
+        return found
+    for index, (arg, init) in enumerate(zip(body.args[1:], op.operands[3:])):
+        if not arg.type.is_block() or not is_zero_constant(init) or type_text(arg.type.scalar) not in ("fp32", "i32"):
+            continue
+        readers = [inner for inner in body.walk() if any(v is arg for v in inner.operands)]
+        if len(readers) != 1:
+            continue
+        dot = readers[0]
+        if (dot.name == "dot" and dot.attrs.get("implementation") == "wgmma" and dot.parent is body
+                and dot.operands[2] is arg and dot.operands[:2].count(arg) == 0
+                and body.terminator.operands[index] is dot.results[0]):
+            found[index] = dot
+    return found
 
 
 def _declare_copy(em: Emitter, value: Value, source: Value) -> str:
@@ -112,8 +143,11 @@ def unroll_pragma(em: Emitter, op: Operation) -> str | None:
 def _rolled_tma_loop(op: Operation) -> bool:
     """Whether `op`, a `for`, waits on a TMA pipeline's mbarriers in its body and runs
     inside another loop (see `unroll_pragma`)."""
-    if not any(inner.name == "mbarrier_wait" for inner in op.regions[0].ops):
-        return False
+    return any(inner.name == "mbarrier_wait" for inner in op.regions[0].ops) and _inside_a_loop(op)
+
+
+def _inside_a_loop(op: Operation) -> bool:
+    """Whether `op` runs inside a `for` or `while`."""
     region = op.parent
     while region is not None and isinstance(region.parent, Operation):
         if region.parent.name in ("for", "while"):
@@ -186,7 +220,21 @@ def emit_for(em: Emitter, op: Operation) -> None:
     body = op.regions[0]
     for value in _copy_offsets(em, op):
         pin_registers(em, value)
-    carried = [_declare_copy(em, result, init) for result, init in zip(op.results, op.operands[3:])]
+    ignored = _zeroed_accumulators(op)
+    carried = []
+    for index, (result, init) in enumerate(zip(op.results, op.operands[3:])):
+        if index in ignored:
+            # Zeroed once, at the kernel's start, then left as the last run of the loop left
+            # it: the first trip's dot ignores it, and after a loop of no trips the zeros are
+            # written (`zeros_if_no_trips`). Left undefined instead, or written in a branch
+            # before the loop, ptxas ran the loop's wgmma groups one at a time.
+            name = em.new_name(result, "c")
+            em.prologue += [f"{ctype(result.type)} {name}[{em.nregs(result)}];", "#pragma unroll",
+                            f"for (int i = 0; i < {em.nregs(result)}; ++i) {name}[i] = 0;"]
+            em.memo.setdefault("zeros_if_no_trips", {})[id(result)] = (name, init, lb, ub)
+            carried.append(name)
+        else:
+            carried.append(_declare_copy(em, result, init))
     for arg, result, name in zip(body.args[1:], op.results, carried):
         em.bind(arg, name)
         em.bind(result, name)
@@ -197,6 +245,8 @@ def emit_for(em: Emitter, op: Operation) -> None:
             s < e2 and s2 < e and w for s, e, w in em.shared_accesses for s2, e2, _ in reads)):
         em.barrier()
     iv = em.new_name(body.args[0], "iv")
+    for dot in ignored.values():
+        em.memo.setdefault("accumulates_after", {})[id(dot)] = f"{iv} != {lb}"
     unroll = op.attrs.get("loop_unroll_factor")
     if isinstance(unroll, int) and unroll >= 1:
         # tl.range(..., loop_unroll_factor=n): n copies of the body per trip (1: not unrolled)
@@ -210,6 +260,9 @@ def emit_for(em: Emitter, op: Operation) -> None:
     finally:
         em.terminators.pop()
     em.close()
+    for index, dot in ignored.items():
+        if not dot.attrs.get("in_flight"):  # else after the dot_wait that drains it
+            zeros_if_no_trips(em, op.results[index])
 
 
 @emits("while")

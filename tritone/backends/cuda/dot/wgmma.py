@@ -200,6 +200,9 @@ class _Lowering:
         ops = (None if a_registers else _Operand(em, a, 0), _Operand(em, b, 1))
         in_flight = bool(op.attrs.get("in_flight"))
         zero = is_zero_constant(acc)
+        # whether the first instruction adds the accumulator: not for zeros; for a loop's
+        # zeroed accumulator (`codegen_control._zeroed_accumulators`), from the second trip on
+        first_accumulates = em.memo.get("accumulates_after", {}).get(id(op), not zero)
         if zero:
             # the first instruction of each tile ignores the accumulator (scale-d 0)
             name = em.define_block(self.result)
@@ -289,7 +292,7 @@ class _Lowering:
                     else:
                         a_operand = f"{descriptors[0]} + {ops[0].offset(m0, k0) >> 4}ull"
                     b_off = ops[1].offset(n0, k0) >> 4
-                    steps.append((a_operand, f"{descriptors[1]} + {b_off}ull", not (zero and k0 == 0)))
+                    steps.append((a_operand, f"{descriptors[1]} + {b_off}ull", first_accumulates if k0 == 0 else True))
                 self._issue(ptx_types, k_step, n_step, regs, steps,
                             None if a_registers is not None else ops[0].transposed, ops[1].transposed)
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
@@ -299,14 +302,15 @@ class _Lowering:
                       drained=in_flight and groups_before(op) == 0)
 
     def _issue(self, ptx_types: str, k: int, n: int, regs: list[str],
-               steps: list[tuple[str | list[str], str, bool]], trans_a: int | None, trans_b: int) -> None:
+               steps: list[tuple[str | list[str], str, bool | str]], trans_a: int | None, trans_b: int) -> None:
         """The K steps of one accumulator block, m64nNkK instructions one after the other
         (`ptx_types`: the accumulator's, a's and b's, "f32.f16.f16"), in one asm
         statement: the accumulator's registers are its operands once, not once a step
         (NVRTC's front end and NVVM take milliseconds over each operand list of a
         hundred registers). Each step is (a, b's descriptor, accumulate): `a` a
         descriptor, or four fragment registers (then `trans_a` is None: registers are
-        K-major); without `accumulate` the step's result is its product alone. Only
+        K-major); without `accumulate` the step's result is its product alone (a C
+        condition: where it holds at run time). Only
         16-bit inputs have transpose flags (the others are always K-major), integer ones
         no negation flags either."""
         nd = len(regs)
@@ -322,8 +326,9 @@ class _Lowering:
             flags = f"1, 1, {trans_a}, {trans_b}"
         outs = ", ".join(f"%{i}" for i in range(nd))
         # one predicate per scale-d value the steps use (the first step of a zeroed
-        # accumulator ignores it), set from an input operand
-        predicates = {accumulate: f"p{int(accumulate)}" for _, _, accumulate in steps}
+        # accumulator ignores it; a C condition for a loop's first trip), set from an input operand
+        predicates = {accumulate: "pc" if isinstance(accumulate, str) else f"p{int(accumulate)}"
+                      for _, _, accumulate in steps}
         for a, desc_b, accumulate in steps:
             if isinstance(a, list):
                 a_text = "{" + ", ".join(f"%{nd + len(inputs) + i}" for i in range(4)) + "}"
@@ -336,9 +341,10 @@ class _Lowering:
                          f"{{{outs}}}, {a_text}, %{nd + len(inputs) - 1}, {predicates[accumulate]}"
                          f"{', ' + flags if flags else ''};")
         setup = []
-        for accumulate, predicate in sorted(predicates.items()):
+        for accumulate, predicate in sorted(predicates.items(), key=lambda item: item[1]):
             setup.append(f".reg .pred {predicate}; setp.ne.b32 {predicate}, %{nd + len(inputs)}, 0;")
-            inputs.append(f'"r"({int(accumulate)})')
+            inputs.append(f'"r"((unsigned)({accumulate}))' if isinstance(accumulate, str)
+                          else f'"r"({int(accumulate)})')
         text = "{ " + " ".join(setup + texts) + " }"
         operands = ", ".join(f'"+{self.constraint}"({r})' for r in regs)
         self.em.line(f'asm volatile("{text}" : {operands} : {", ".join(inputs)});')
@@ -396,6 +402,22 @@ def groups_before(op: Operation) -> int | None:
     return count
 
 
+def zeros_if_no_trips(em, result) -> None:
+    """The zeros of loop result `result` where the loop ran no trips, if it is one of
+    `codegen_control._zeroed_accumulators` (nothing otherwise); written once the loop's
+    wgmma groups are done (written in a branch while they could run, ptxas ran them one
+    at a time). The empty asm keeps the branch a branch (NVVM made it a select a
+    register, on every run of the loop)."""
+    pending = em.memo.get("zeros_if_no_trips", {}).pop(id(result), None)
+    if pending is None:
+        return
+    name, init, lb, ub = pending
+    em.open(f"if (!({lb} < {ub}))")
+    em.line('asm volatile("" ::: "memory");')
+    em.copy(name, em.name(init), init)
+    em.close()
+
+
 @emits("dot_wait")
 def emit_dot_wait(em, op: Operation) -> None:
     """The wait of a pipelined loop's wgmma dots left in flight (pipeline.py): after the
@@ -406,6 +428,7 @@ def emit_dot_wait(em, op: Operation) -> None:
     for value in op.operands:
         constraint = "r" if value.type.scalar.is_int() else "f"
         wait_for_dots(em, [(em.name(value), constraint)], em.nregs(value), pending, drained)
+        zeros_if_no_trips(em, value)
 
 
 register(Wgmma())
