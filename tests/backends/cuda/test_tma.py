@@ -105,6 +105,18 @@ def load_and_store_same(desc, BM: tl.constexpr, BN: tl.constexpr):
     desc.store([m, 0], desc.load([m, 0]) + 1)
 
 
+@triton.jit
+def two_halves(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+    """Rows pm of `src` (2 * BN wide, pointer loads) stored as two halves through one map,
+    one after the other (tutorial 09's subtiled epilogue): the two stores stage in the
+    same shared bytes."""
+    rows = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None] * (2 * BN)
+    cols = tl.arange(0, BN)[None, :]
+    m = tl.program_id(0) * BM - BM // 2
+    dst.store([m, 0], tl.load(src + rows + cols))
+    dst.store([m, BN], tl.load(src + rows + BN + cols))
+
+
 def _signature(element: str, block: list[int]) -> dict:
     desc = f"tensordesc<{element}[{', '.join(map(str, block))}]>"
     return {"src": desc, "dst": desc, "out": f"*{element}"}
@@ -526,13 +538,25 @@ def _paddings(torch_dtype) -> list[str]:
     return ["zero", "nan"] if torch_dtype.is_floating_point else ["zero"]
 
 
+def check_two_halves(device: str) -> None:
+    """`two_halves` over 5 programs of 16 rows: each program's rows go half a block up,
+    the first program's top rows dropped, the last rows of `dst` untouched."""
+    src = _random((80, 64), torch.float16, device)
+    dst = _random((80, 64), torch.float16, device)
+    expected = dst.clone().cpu()
+    expected[:72] = src.cpu()[8:]
+    two_halves[(5,)](src, TensorDescriptor.from_tensor(dst, [16, 32]), 16, 32)
+    assert_same(dst, expected, "two stored halves of each program's rows")
+
+
 CHECKS = ([pytest.param(check_copy_1d, (dt, block, shape, padding), id=f"1d-{dt}-{block}-{shape}-{padding}")
            for dt, block, shape in CASES_1D for padding in _paddings(dt)]
           + [pytest.param(check_copy_2d, (dt, block, shape, padding), id=f"2d-{dt}-{block}-{shape}-{padding}")
              for dt, block, shape in CASES_2D for padding in _paddings(dt)]
           + [pytest.param(check_copy_3d, (dt, block, shape, padding), id=f"3d-{dt}-{block}-{shape}-{padding}")
              for dt, block, shape in CASES_3D for padding in _paddings(dt)]
-          + [pytest.param(lambda device: check_copy_of_a_strided_window(device), (), id="strided-window")])
+          + [pytest.param(lambda device: check_copy_of_a_strided_window(device), (), id="strided-window"),
+             pytest.param(lambda device: check_two_halves(device), (), id="two-halves")])
 
 
 @pytest.mark.gpu
@@ -575,6 +599,26 @@ def test_a_store_at_a_negative_offset_is_written_by_the_threads_at_run_time(monk
     assert "for (int tt_e = threadIdx.x; tt_e < 1024; tt_e += 128)" in cuda  # the kernel's threads
     assert re.search(r"tt_g0 >= 0 && tt_g0 < \(long long\)\(arg\d+_dst_shape0\)", cuda)
     assert re.search(r"st\.global\.(b16|u16)", ptx), "the fallback's element stores"
+
+
+def test_stores_staging_in_the_same_bytes_wait_only_before_writing_them_again():
+    # the second store waits for the copy engine's reads of the first store's staged tile
+    # before it writes the bytes again: neither waits right after its copies, nor holds the
+    # other threads at a barrier until then (the copy engine's read is waited before the
+    # kernel returns). Offsets below 0 keep the threads' fallback under the run-time check.
+    kernel = _compile(two_halves, {"src": "*fp16", "dst": "tensordesc<fp16[16, 32]>"},
+                      {"BM": 16, "BN": 32}, 90)
+    cuda = kernel.asm["cuda"]
+    body = cuda[cuda.index("__global__"):]
+    stores = [at for at in range(len(body)) if body.startswith("tt_tma_store_2d((", at)]
+    waits = [at for at in range(len(body)) if body.startswith("cp.async.bulk.wait_group.read 0;", at)]
+    assert len(stores) == 2 and len(waits) == 3
+    assert waits[0] < stores[0] < waits[1] < stores[1] < waits[2], "before each store's staging, and at the end"
+    fallbacks = [at for at in range(len(body)) if body.startswith("for (int tt_e = threadIdx.x;", at)]
+    assert len(fallbacks) == 2
+    between = body[fallbacks[0]:waits[1]]
+    assert between.count("__syncthreads()") == 0, "no barrier between the first store and the second's wait"
+    assert LaunchSpec.from_kernel(kernel).tensormap_boxes is not None
 
 
 def test_blocks_of_a_map_only_stored_are_staged_swizzled_one_column_at_a_time():

@@ -321,7 +321,8 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
     for at, coords in staging.boxes(offsets):
         em.line(f"tt_tma_store_{rank}d({em.name(op.operands[0])}, tt_shared_address(tt_buf) + {at}u, "
                 f"{', '.join(coords)});")
-    if not _staging_kept(em, op):
+    kept = _staging_kept(em, op)
+    if not kept:
         em.line('asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");')
     em.close()
     if checked:
@@ -329,7 +330,8 @@ def emit_tma_store(em: Emitter, op: Operation) -> None:
         em.open("else")
         _store_staged_by_threads(em, op, element, staging, offsets)
         em.close()
-        em.barrier()  # the staged bytes are read before anyone reuses them
+        if not kept:
+            em.barrier()  # the staged bytes are read before other ops reuse them
     em.close()
 
 
@@ -381,16 +383,18 @@ _WAIT_STAGED_READ = 'asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory
 
 def _staging_kept(em: Emitter, store: Operation) -> bool:
     """Whether no other op of the kernel uses the shared bytes `store` stages its
-    tile in: the copy engine's read of them is then waited for only when they are
-    written again (the next store, as Triton defers its store wait) or the kernel
-    returns (`wait_for_staged_stores`), not right after the copy is issued."""
+    tile in, other TMA stores aside (each waits for the copy engine's reads before it
+    writes them: tutorial 09's two halves of a subtiled epilogue): the copy engine's
+    read of them is then waited for only when they are written again (the next store,
+    as Triton defers its store wait) or the kernel returns (`wait_for_staged_stores`),
+    not right after the copy is issued, and no barrier follows it."""
     kept = em.memo.setdefault("tma_staging_kept", {})
     if id(store) not in kept:
         start = int(store.attrs.get("scratch_offset", 0))
         end = start + tma_store_scratch_bytes(store)
         alone = True
         for op in em.fn.walk():
-            if op is store:
+            if op.name == "tma_store":
                 continue
             if "scratch_offset" in op.attrs and op.name in SCRATCH:
                 first = int(op.attrs["scratch_offset"])
