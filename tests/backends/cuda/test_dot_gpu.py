@@ -286,6 +286,25 @@ def test_warpgroup_fp8_matmul(k_major_b):
                                rtol=2e-3)
 
 
+@pytest.mark.parametrize("block, num_warps", [((128, 256, 32), 8), ((64, 64, 32), 4), ((128, 128, 32), 8)])
+def test_fp8_results_of_tiled_matmuls_are_stored_exactly(block, num_warps):
+    """`test_a_dot_result_stored_as_fp8_moves_through_shared_memory_in_pairs` over tiles
+    of other shapes and warps, several programs and a masked store: fp16 operands of
+    small integers, so that the sums are exact, give torch's fp8 conversion bit for bit."""
+    m, n, k = 256, 256, 32
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    a = torch.randint(-3, 4, (m, k), device="cuda", generator=gen).to(torch.float16)
+    b = torch.randint(-3, 4, (k, n), device="cuda", generator=gen).to(torch.float16)
+    c = poisoned((m, n), "fp8e4nv")
+    bm, bn, bk = block
+    launch(matmul_kernel, (triton.cdiv(m, bm) * triton.cdiv(n, bn),), a, b, c, m, n, k, a.stride(0), a.stride(1),
+           b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+           ACTIVATION="", PRECISION="tf32", LOOP_STAGES=None, num_warps=num_warps, num_stages=3)
+    expected = (a.float() @ b.float()).to(torch.float8_e4m3fn)
+    wrong = (c.view(torch.uint8) != expected.view(torch.uint8)).sum().item()
+    assert wrong == 0, f"{wrong} of {m * n} fp8 results differ"
+
+
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
 def test_block_sparse_loop_with_index_loads_run_ahead(num_stages):
     # The next block comes from a table read in the loop (pipelined ahead of its trip, guarded);
@@ -337,15 +356,19 @@ def _dot_to_fp8(a_ptr, b_ptr, c_ptr, stride_cm, M: tl.constexpr, N: tl.constexpr
 @pytest.mark.parametrize("num_warps", [4, 8])
 def test_a_dot_result_stored_as_fp8_moves_through_shared_memory_in_pairs(num_warps):
     # The tensor cores' fragments give each thread column pairs; cast to fp8 they reach the
-    # store's layout through shared memory two bytes at a time. Small integers keep every sum
-    # exact, so the fp8 bits (saturating at 448) must be torch's.
+    # store's layout through shared memory two bytes at a time, or on sm_90 four 8x8
+    # matrices of byte pairs at a time by stmatrix (codegen_layout._PAIRED_CHUNK). Small
+    # integers keep every sum exact, so the fp8 bits (saturating at 448) must be torch's.
     a = torch.randint(-3, 4, (128, 64), device="cuda").to(torch.float16)
     b = torch.randint(-3, 4, (64, 128), device="cuda").to(torch.float16)
     c = torch.full((128, 128), 0x55, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
     from tritone.backends.sites import active_target
 
     compiled = _dot_to_fp8[(1,)](a, b, c, c.stride(0), M=128, N=128, K=64, num_warps=num_warps)
-    if int(active_target().arch) >= 80:  # an mma fragment (older targets' dots may store directly)
+    arch = int(active_target().arch)
+    if arch >= 90:
+        assert "tt_stmatrix_x4(" in compiled.asm["cuda"], "byte pairs through shared memory by stmatrix"
+    elif arch >= 80:  # an mma fragment (older targets' dots may store directly)
         assert "tt_w2" in compiled.asm["cuda"], "byte pairs through shared memory"
     expected = (a.float() @ b.float()).clamp(-448, 448).to(torch.float8_e4m3fn)
     assert torch.equal(c.view(torch.uint8), expected.view(torch.uint8))

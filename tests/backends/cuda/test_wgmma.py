@@ -355,6 +355,24 @@ def test_fp8_tiles_are_k_major_and_pipelined(b_contiguous):
     assert pipelined == (b_contiguous == 0)
 
 
+@pytest.mark.parametrize("arch, stmatrix", [(90, 8), (80, 0)])
+def test_an_fp8_result_reaches_its_stores_through_stmatrix_on_sm90(arch, stmatrix):
+    # An fp8 result holds two bytes side by side and two more 8 columns on in each
+    # 16-byte chunk of a row: one 4-byte word a lane of an 8x8 matrix of 16-bit
+    # elements, written by stmatrix (8 a thread for 128x256 over 8 warps, where 64
+    # 2-byte stores went), the chunk's columns in the order codegen_layout._PAIRED_CHUNK;
+    # the stores' threads read whole chunks and put the columns back in order.
+    module = ir_module(matmul_kernel, {**MATMUL_SIG, "c_ptr": "*fp8e4nv"}, matmul_constexprs(128, 256, 64), arch,
+                       num_warps=8)
+    source, _, _ = generate_cuda(module, arch, {"num_warps": 8})
+    assert len(re.findall(r"tt_stmatrix_x4\(tt_shared_address", source)) == stmatrix
+    unpermuted = re.findall(r"reinterpret_cast<const char\*>\(&tt_q\) \+ (\d+), 2\);", source)
+    if stmatrix:
+        assert [int(at) for at in unpermuted[:8]] == [0, 4, 8, 12, 2, 6, 10, 14]
+    else:
+        assert not unpermuted
+
+
 @pytest.mark.parametrize("arch, stmatrix", [(90, 16), (80, 0)])
 def test_the_result_reaches_its_stores_through_stmatrix_on_sm90(arch, stmatrix):
     # The fp16 result of a 128x256 matmul tile is stored by pointers in a blocked layout:

@@ -161,15 +161,24 @@ def exchange(em: Emitter, writes: list[tuple[Value, list[int], int]],
     em.shared_access(em.scratch_base, em.scratch_base + nbytes, True)
     em.open()
     em.line(f"{elem}* tt_buf = {em.scratch(elem, 0, nbytes)};")
+    paired = _paired_byte_chunks(em, writes, reads)
     for value, strides, offset in writes:
         if not value.type.is_block():
             em.line(f"tt_buf[{_swizzled(str(offset), eb, row_bits)}] = {em.name(value)};")
+            continue
+        if paired is not None:
+            def index(coords: list[str], strides=strides) -> str:
+                return _swizzled(linear_index_expr(coords, strides), eb, row_bits)
+            write_bytes_by_stmatrix(em, em.linear(value), em.name(value), index, paired)
             continue
         _write_block(em, em.linear(value), em.name(value), strides, offset, eb, row_bits)
     em.barrier()
     for (value, strides, offset), name in zip(reads, names):
         if not value.type.is_block():
             em.line(f"{name} = tt_buf[{_swizzled(str(offset), eb, row_bits)}];")
+            continue
+        if paired is not None:
+            _read_paired_chunks(em, em.linear(value), name, strides, eb, row_bits)
             continue
         _read_block(em, em.linear(value), name, strides, offset, eb, row_bits)
     em.close()
@@ -380,6 +389,108 @@ def write_by_stmatrix(em: Emitter, linear, values: str, index,
                 em.line(f"memcpy(&tt_m[{m}], &{values}[{word}], 4);")
         em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{index(coords)}]), "
                 "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
+        em.close()
+
+
+# A block of 1-byte elements (fp8) in an mma or wgmma result's layout holds, per thread
+# and row, two bytes side by side and the same two 8 columns on: in a 16-byte chunk of a
+# row (columns 16k to 16k + 15), lane c (its lane bits 0-1) has columns 2c, 2c + 1, 2c + 8
+# and 2c + 9. Written as one 4-byte word at byte 4c of the chunk (the chunk's columns in
+# the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15, `_PAIRED_CHUNK`), the words of eight rows
+# are an `stmatrix` 8x8 matrix of 16-bit elements: 16 bytes a lane in 4 matrices per
+# instruction, where the elements went out two bytes at a time (64 stores a thread for a
+# 128x256 tile over 8 warps, against 8). A reader takes whole chunks and puts the
+# columns back in order in registers (byte permutes), as upstream Triton's conversions
+# of such blocks do with `ldmatrix`.
+_PAIRED_CHUNK = (0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15)
+
+
+def _byte_stmatrix_bits(linear: LinearLayout, eb: int) -> tuple[int, int, int] | None:
+    """For a 2-D block of 1-byte elements in `linear` written as `_PAIRED_CHUNK`s by
+    `stmatrix`: the register bits of (the word's second pair, 8 columns on; matrix bit
+    0; matrix bit 1). None where it does not fit: two bytes side by side in a register
+    pair, the lanes as in an 8x8 matrix of 16-bit elements, a register bit 8 columns
+    on, two more register bits that step whole chunks or rows, no element twice."""
+    if eb != 1 or linear.rank != 2 or linear.shape[1] < 16 or len(linear.registers) < 4:
+        return None
+    registers = [tuple(basis) for basis in linear.registers]
+    if registers[0] != (0, 1) or tuple(map(tuple, linear.lanes)) != _STMATRIX_LANES or (0, 8) not in registers:
+        return None
+    if not all(any(basis) for basis in registers):
+        return None
+    half = registers.index((0, 8))
+    matrices = [k for k in range(1, len(registers)) if k != half][:2]
+    if any(registers[k][1] % 16 for k in matrices) or any(basis[1] % 16 for basis in linear.warps):
+        return None
+    return half, matrices[0], matrices[1]
+
+
+def _paired_byte_chunks(em: Emitter, writes, reads) -> tuple[int, int, int] | None:
+    """`_byte_stmatrix_bits` where `exchange` writes one block of 1-byte elements by
+    `stmatrix` as `_PAIRED_CHUNK`s (sm_90+, row-major, no offset) and every read takes
+    whole 16-byte chunks of it; None otherwise."""
+    if em.target < 90 or len(writes) != 1 or not writes[0][0].type.is_block():
+        return None
+    value, strides, offset = writes[0]
+    linear = em.linear(value)
+    if offset or list(strides) != row_major_strides(tuple(linear.shape)):
+        return None
+    bits = _byte_stmatrix_bits(linear, _element_bytes(value))
+    if bits is None:
+        return None
+    for read, read_strides, read_offset in reads:
+        if (not read.type.is_block() or read_offset or list(read_strides) != list(strides)
+                or _vector_width(em.linear(read), read_strides, 0, 1) != 16):
+            return None
+    return bits
+
+
+def write_bytes_by_stmatrix(em: Emitter, linear, values: str, index, bits: tuple[int, int, int]) -> None:
+    """`values`, 1-byte elements in `linear`, into shared `tt_buf` as `_PAIRED_CHUNK`s
+    (`_byte_stmatrix_bits`' `bits`), the chunk of coordinates `coords` (C expressions,
+    its first column) at `tt_buf[index(coords)]`: four 8x8 matrices of 16-bit elements
+    per `stmatrix`, lanes 8m..8m+7 giving the addresses of matrix m's rows."""
+    half, m0, m1 = bits
+    em.declare_once(SHARED_ADDRESS)
+    em.declare_once(
+        "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
+        "unsigned d) {\n"
+        '  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" '
+        ':: "r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");\n}')
+    rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
+    for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
+        parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
+                 bits_expr([linear.registers[m0][dim], linear.registers[m1][dim]], "(tt_lane >> 3)"), own]
+        em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
+    grouped = (1 << 0) | (1 << half) | (1 << m0) | (1 << m1)
+    for first in range(linear.num_registers):
+        if first & grouped:
+            continue
+        origin = linear.register_coords(first)
+        coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
+        em.open()
+        em.line("unsigned tt_m[4];")
+        for m in range(4):
+            reg = first | (m & 1) << m0 | (m >> 1) << m1
+            em.line(f"memcpy(&tt_m[{m}], &{values}[{reg}], 2); "
+                    f"memcpy(reinterpret_cast<char*>(&tt_m[{m}]) + 2, &{values}[{reg | 1 << half}], 2);")
+        em.line(f"tt_stmatrix_x4(tt_shared_address(&tt_buf[{index(coords)}]), "
+                "tt_m[0], tt_m[1], tt_m[2], tt_m[3]);")
+        em.close()
+
+
+def _read_paired_chunks(em: Emitter, linear: LinearLayout, name: str, strides: list[int], eb: int,
+                        row_bits: int) -> None:
+    """A block's registers from `tt_buf` holding `_PAIRED_CHUNK`s: a thread's runs of 16
+    registers (`_paired_byte_chunks`) one chunk each, the columns put back in order."""
+    em.declare_once(_WORD_GROUPS[16])
+    for reg in range(0, linear.num_registers, 16):
+        index = _swizzled(_offsets(em, linear, reg, strides, 0), eb, row_bits)
+        em.open()
+        em.line(f"tt_w16 tt_q = *reinterpret_cast<const tt_w16*>(&tt_buf[{index}]);")
+        for column in range(0, 16, 2):
+            at = _PAIRED_CHUNK.index(column)
+            em.line(f"memcpy(&{name}[{reg + column}], reinterpret_cast<const char*>(&tt_q) + {at}, 2);")
         em.close()
 
 
