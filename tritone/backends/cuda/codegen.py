@@ -100,6 +100,9 @@ def generate_kernel(module: Module, target: int, options: CodegenOptions) -> tup
     if global_scratch:
         params.append((GLOBAL_SCRATCH, "unsigned char*", 8))
     em.emit_region(fn.body)
+    if em.memo.get("zeros_if_no_trips"):
+        # a loop's accumulator left unzeroed whose dot_wait never came: a K loop of no trips would read garbage
+        raise CodegenError(f"kernel {fn.name}: a K loop's zeroed accumulator was never written after it")
 
     # a warp-specialized kernel's producer warp runs beside the num_warps the code was laid out for
     warps = options.num_warps + int(fn.attrs.get("warp_specialized", 0))
