@@ -356,13 +356,10 @@ SHARED_ADDRESS = r"""__device__ __forceinline__ unsigned tt_shared_address(const
 }"""
 
 
-def write_by_stmatrix(em: Emitter, linear, values: str, index,
-                      reg_of: Callable[[int], int] | None = None) -> None:
-    """`values` into shared `tt_buf`, the element at coordinates `coords` (C
-    expressions) at `tt_buf[index(coords)]`, four 8x8 matrices per `stmatrix`:
-    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2).
-    Register r of `linear` is `values[reg_of(r)]` (r itself without `reg_of`), whose
-    register bit 0 must stay bit 0."""
+def _stmatrix_rows(em: Emitter, linear, m0: int, m1: int) -> tuple[str, str]:
+    """The `stmatrix` helper declared, and (row, column) variables of the row whose
+    address this lane gives an `stmatrix.x4`: row `lane & 7` of matrix `lane >> 3`, the
+    matrix's bits register bits `m0` and `m1` of `linear`, as the thread's warp places it."""
     em.declare_once(SHARED_ADDRESS)
     em.declare_once(
         "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
@@ -372,8 +369,19 @@ def write_by_stmatrix(em: Emitter, linear, values: str, index,
     rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
     for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
         parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
-                 bits_expr([linear.registers[1][dim], linear.registers[2][dim]], "(tt_lane >> 3)"), own]
+                 bits_expr([linear.registers[m0][dim], linear.registers[m1][dim]], "(tt_lane >> 3)"), own]
         em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
+    return rows, columns
+
+
+def write_by_stmatrix(em: Emitter, linear, values: str, index,
+                      reg_of: Callable[[int], int] | None = None) -> None:
+    """`values` into shared `tt_buf`, the element at coordinates `coords` (C
+    expressions) at `tt_buf[index(coords)]`, four 8x8 matrices per `stmatrix`:
+    lanes 8m..8m+7 give the addresses of matrix m's rows (m: register bits 1, 2).
+    Register r of `linear` is `values[reg_of(r)]` (r itself without `reg_of`), whose
+    register bit 0 must stay bit 0."""
+    rows, columns = _stmatrix_rows(em, linear, 1, 2)
     for first in range(0, linear.num_registers, 8):
         origin = linear.register_coords(first)
         coords = [f"({rows} ^ {origin[0]})", f"({columns} ^ {origin[1]})"]
@@ -451,17 +459,7 @@ def write_bytes_by_stmatrix(em: Emitter, linear, values: str, index, bits: tuple
     its first column) at `tt_buf[index(coords)]`: four 8x8 matrices of 16-bit elements
     per `stmatrix`, lanes 8m..8m+7 giving the addresses of matrix m's rows."""
     half, m0, m1 = bits
-    em.declare_once(SHARED_ADDRESS)
-    em.declare_once(
-        "__device__ __forceinline__ void tt_stmatrix_x4(unsigned address, unsigned a, unsigned b, unsigned c, "
-        "unsigned d) {\n"
-        '  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" '
-        ':: "r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");\n}')
-    rows, columns = em.fresh("tt_sm_row"), em.fresh("tt_sm_col")
-    for name, dim, own in ((rows, 0, "(tt_lane & 7)"), (columns, 1, "0")):
-        parts = [bits_expr([b[dim] for b in linear.warps], "tt_warp"),
-                 bits_expr([linear.registers[m0][dim], linear.registers[m1][dim]], "(tt_lane >> 3)"), own]
-        em.line(f"const int {name} = {' ^ '.join(f'({p})' for p in parts if p != '0') or '0'};")
+    rows, columns = _stmatrix_rows(em, linear, m0, m1)
     grouped = (1 << 0) | (1 << half) | (1 << m0) | (1 << m1)
     for first in range(linear.num_registers):
         if first & grouped:
