@@ -160,9 +160,16 @@ def test_the_next_tiles_first_copies_come_in_the_k_loops_last_trips_on_sm90():
     assert after.regions[0].ops[0].name == "barrier" and len(after.regions[1].ops) == 1
     assert [op.name for op in fn.body.ops].count("tma_copy") == 4, "the first tile's, before the loop"
     # the loop over tiles carries the stage and the phase on to the next K loop
-    assert [a.type.name for a in body.args[-2:]] == ["int32", "int32"]
-    assert inner.operands[-2:] == body.args[-2:]
-    assert body.terminator.operands[-2:] == inner.results[-2:]
+    at = body.args.index(inner.operands[-2])
+    assert inner.operands[-2:] == body.args[at:at + 2] and [a.type.name for a in body.args[at:at + 2]] == ["int32"] * 2
+    assert body.terminator.operands[at - 1:at + 1] == inner.results[-2:]
+    # and the tile's and the next tile's index and offsets (pipeline._carried_next_trip): no
+    # division before the K loop, those of the tile after the next after it
+    carried = body.args[at + 2:]
+    assert carried and len(carried) % 2 == 0 and all(a.type.name == "int32" for a in carried)
+    before_k = body.ops[:body.ops.index(inner)]
+    assert not [op for op in before_k if op.name in ("floordiv", "mod")]
+    assert [op for op in body.ops[body.ops.index(inner):] if op.name == "floordiv"]
     ptx = compiled.asm["ptx"]
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
     # the stages' mbarriers are initialised, then fenced once (a fence after each cost a MEMBAR apiece)

@@ -480,6 +480,65 @@ def _next_outer_trip(b: _Builder, plan: tuple[Operation, list[Operation]]) -> tu
     return next_values, next_ok
 
 
+def _carried_next_trip(plan: tuple[Operation, list[Operation]], parent: Region,
+                       loop: Operation) -> tuple[dict[Value, Value], Value, list[Value], list[Value],
+                                               dict[Value, Value]]:
+    """`_next_outer_trip` for K loop `loop` (in `parent`, the outer body), with the
+    outer loop made to carry the scalars instead of computing them at its trips'
+    start: each trip finds its own and its next trip's (a persistent kernel's tile
+    index and offsets, and the next tile's), and computes the ones of the trip after
+    its next once `loop` is done, where ptxas can interleave their divisions with the
+    epilogue. Computed at a trip's start, those chains of dependent instructions,
+    issued in order, kept each tile's first wgmma waiting (tutorial 09's TMA
+    persistent kernel: two chains of two divisions between a tile's epilogue and its
+    first wgmma). The first two trips' are computed before the outer loop. Returns
+    (the next trip's values by the outer body's values, whether it runs, the carried
+    values before the loop, the values a trip yields, the block arguments standing for
+    the outer body's values); the block arguments are added and the outer body's own
+    ops of those scalars removed."""
+    outer, outer_ops = plan
+    body = outer.regions[0]
+    iv, ub, step = body.args[0], outer.operands[1], outer.operands[2]
+    b = _Builder(parent, loop, loop.loc)
+    next_iv = b.value("add", [iv, step], iv.type)
+    next_ok = b.value("cmp", [next_iv, ub], int1, pred="lt")
+    chain: list[Operation] = []
+    made: set[int] = set()
+    picked = {id(op) for op in outer_ops}
+    for op in outer_ops:  # as `_next_outer_trip` picks them: scalars of the iv and of each other
+        if op.results and all(not r.type.is_block() for r in op.results) and all(
+                id(v.defining_op) in made or v is iv for v in op.operands if id(v.defining_op) in picked or v is iv):
+            chain.append(op)
+            made.add(id(op))
+    users = _users(body)
+    carried = [r for op in chain for r in op.results if users.get(r)]
+    if not carried:
+        return {iv: next_iv}, next_ok, [], [], {}
+
+    def values_at(builder: _Builder, trip_iv: Value) -> dict[Value, Value]:
+        mapping = {iv: trip_iv}
+        for op in chain:
+            builder.clone(op, mapping)
+        return mapping
+
+    before = _Builder(outer.parent, outer, outer.loc)
+    first = values_at(before, outer.operands[0])
+    second = values_at(before, before.value("add", [outer.operands[0], step], iv.type))
+    after = _Builder(parent, parent.ops[parent.ops.index(loop) + 1], loop.loc)
+    two_on = after.value("add", [iv, after.value("mul", [step, after.constant(2, iv.type)], iv.type)], iv.type)
+    third = values_at(after, two_on)
+    own = [body.add_arg(v.type, v.name_hint) for v in carried]
+    following = [body.add_arg(v.type, v.name_hint) for v in carried]
+    next_scalars: dict[Value, Value] = {iv: next_iv}
+    for value, mine, theirs in zip(carried, own, following):
+        replace_all_uses(body, value, mine)
+        next_scalars[value] = next_scalars[mine] = theirs
+    for op in reversed(chain):
+        body.ops.remove(op)
+    return (next_scalars, next_ok, [first[v] for v in carried] + [second[v] for v in carried],
+            list(following) + [third[v] for v in carried], dict(zip(carried, own)))
+
+
 def _next_outer_blocks(b: _Builder, plan: tuple[Operation, list[Operation]],
                        scalars: dict[Value, Value]) -> dict[Value, Value]:
     """`scalars` (from `_next_outer_trip`) with the outer body's remaining ops for its
@@ -723,7 +782,13 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     # (not where a producer warp issues the copies: it needs no branch to run on into the next tile)
     fused = _fused_trips(parent, new_loop, plan, lb, ub, step, prefetch) if plan and not \
         plan[0].attrs.get("warp_specialize") else None
-    if plan:
+    scalar_inits, scalar_yields = [], []
+    if plan and not plan[0].attrs.get("warp_specialize"):
+        next_scalars, next_ok, scalar_inits, scalar_yields, own = _carried_next_trip(plan, parent, new_loop)
+        if fused is not None:  # the K loop's end may be one of the scalars now carried
+            fused = (fused[0], own.get(fused[1], fused[1]))
+    elif plan:
+        # a specialized loop's producer and consumers read the scalars apart: computed here
         next_scalars, next_ok = _next_outer_trip(_Builder(parent, new_loop, loop.loc), plan)
     if fused is None:
         for op in slice_ops:
@@ -795,7 +860,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
             _issue_copies(ab, chains, buffers, slot, mapping, in_range, barriers)
         if fused is not None:
             ab.op("yield", [])
-        new_outer = _carry_through(plan[0], starts, list(new_loop.results[len(loop.results):]))
+        new_outer = _carry_through(plan[0], starts + scalar_inits,
+                                   list(new_loop.results[len(loop.results):]) + scalar_yields)
         new_outer.parent.insert(new_outer.parent.ops.index(new_outer) + 1, drained)
     else:
         parent.insert(after, drained)
