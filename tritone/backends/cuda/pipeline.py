@@ -55,9 +55,12 @@ A run of the loop with fewer trips than that issues them after it ends
 instead, before the epilogue. The stages and mbarriers are made before the
 outer loop and dropped after it, the outer loop carries the stage and phase
 from one run of the inner loop to the next, and the ops of the outer body that
-the copies' addresses need are computed again for the next tile: its scalars
-(the tile's index and offsets, divisions included) once before the loop, its
-block offsets where the copies are issued.
+the copies' addresses need are computed again for the next tile: its block
+offsets where the copies are issued; its scalars (the tile's index and
+offsets, divisions included) carried by the outer loop, each trip finding its
+own and its next tile's and computing those of the tile after once the inner
+loop is done (`_carried_next_trip`), so that no chain of divisions stands
+between a tile's epilogue and its first wgmma.
 
 Where the loop around asks for warp specialization instead (TMA copies), the
 stages and mbarriers live across it the same way but without the branch:
