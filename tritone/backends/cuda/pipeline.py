@@ -469,18 +469,35 @@ def _next_outer_trip(b: _Builder, plan: tuple[Operation, list[Operation]]) -> tu
     registers, and its divisions done once a tile), keyed by the outer body's values,
     and whether that trip runs. `_next_outer_blocks` adds the block ops where the
     copies are issued."""
-    outer, outer_ops = plan
-    outer_iv = outer.regions[0].args[0]
-    next_iv = b.value("add", [outer_iv, outer.operands[2]], outer_iv.type)
-    next_ok = b.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
-    next_values = {outer_iv: next_iv}
-    chosen = {id(op) for op in outer_ops}
-    for op in outer_ops:
-        # a scalar op whose operands from the outer body are all scalars cloned here
-        if all(not r.type.is_block() for r in op.results) and all(
-                v in next_values for v in op.operands if id(v.defining_op) in chosen or v is outer_iv):
-            b.clone(op, next_values)
+    next_iv, next_ok = _next_outer_iv(b, plan[0])
+    next_values = {plan[0].regions[0].args[0]: next_iv}
+    for op in _scalar_chain(plan):
+        b.clone(op, next_values)
     return next_values, next_ok
+
+
+def _next_outer_iv(b: _Builder, outer: Operation) -> tuple[Value, Value]:
+    """The outer loop's next trip's induction variable, and whether that trip runs."""
+    iv = outer.regions[0].args[0]
+    next_iv = b.value("add", [iv, outer.operands[2]], iv.type)
+    return next_iv, b.value("cmp", [next_iv, outer.operands[1]], int1, pred="lt")
+
+
+def _scalar_chain(plan: tuple[Operation, list[Operation]]) -> list[Operation]:
+    """The scalar ops of `plan`'s outer body whose operands from it are the outer loop's
+    induction variable and each other's results: what a trip's scalars are computed
+    from (`_next_outer_trip`, `_carried_next_trip`)."""
+    outer, outer_ops = plan
+    iv = outer.regions[0].args[0]
+    picked = {id(op) for op in outer_ops}
+    chain: list[Operation] = []
+    made: set[int] = set()
+    for op in outer_ops:
+        if all(not r.type.is_block() for r in op.results) and all(
+                id(v.defining_op) in made or v is iv for v in op.operands if id(v.defining_op) in picked or v is iv):
+            chain.append(op)
+            made.add(id(op))
+    return chain
 
 
 def _carried_next_trip(plan: tuple[Operation, list[Operation]], parent: Region,
@@ -499,20 +516,11 @@ def _carried_next_trip(plan: tuple[Operation, list[Operation]], parent: Region,
     values before the loop, the values a trip yields, the block arguments standing for
     the outer body's values); the block arguments are added and the outer body's own
     ops of those scalars removed."""
-    outer, outer_ops = plan
+    outer = plan[0]
     body = outer.regions[0]
-    iv, ub, step = body.args[0], outer.operands[1], outer.operands[2]
-    b = _Builder(parent, loop, loop.loc)
-    next_iv = b.value("add", [iv, step], iv.type)
-    next_ok = b.value("cmp", [next_iv, ub], int1, pred="lt")
-    chain: list[Operation] = []
-    made: set[int] = set()
-    picked = {id(op) for op in outer_ops}
-    for op in outer_ops:  # as `_next_outer_trip` picks them: scalars of the iv and of each other
-        if op.results and all(not r.type.is_block() for r in op.results) and all(
-                id(v.defining_op) in made or v is iv for v in op.operands if id(v.defining_op) in picked or v is iv):
-            chain.append(op)
-            made.add(id(op))
+    iv, step = body.args[0], outer.operands[2]
+    next_iv, next_ok = _next_outer_iv(_Builder(parent, loop, loop.loc), outer)
+    chain = _scalar_chain(plan)
     users = _users(body)
     carried = [r for op in chain for r in op.results if users.get(r)]
     if not carried:
