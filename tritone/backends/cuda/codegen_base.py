@@ -70,6 +70,14 @@ class CodegenOptions:
     maxnreg: int | None = None
 
 
+def _bits(bases, dim: int) -> int:
+    """Every bit any of `bases` sets along `dim`: a XOR of some of them sets no other."""
+    bits = 0
+    for base in bases:
+        bits |= base[dim]
+    return bits
+
+
 def bits_expr(bases: list[int], var: str) -> str:
     """The C expression XOR-combining `bases[i]` for every set bit i of `var`.
 
@@ -354,7 +362,11 @@ class Emitter:
         const = linear.register_coords(reg)[dim]
         if thread == "0":
             return str(const)
-        return thread if const == 0 else f"({thread} ^ {const})"
+        if const == 0:
+            return thread
+        # disjoint bits: the XOR is an add, which NVVM can fold into sums a loop changes
+        operator = "+" if _bits(linear.lanes + linear.warps, dim) & const == 0 else "^"
+        return f"({thread} {operator} {const})"
 
     def coord_in_loop(self, linear: LinearLayout, dim: int, var: str) -> str:
         """The coordinate along `dim` of register `var` (a loop variable)."""
@@ -364,6 +376,8 @@ class Emitter:
             return thread
         if thread == "0":
             return f"({regs})"
+        if _bits(linear.lanes + linear.warps, dim) & _bits(linear.registers, dim) == 0:
+            return f"({thread} + ({regs}))"
         return f"({thread} ^ {regs})"
 
     # -- shared memory ------------------------------------------------------------
