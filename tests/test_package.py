@@ -58,6 +58,9 @@ def test_no_attrs_descriptor():
 def test_cdiv_and_next_power_of_2_on_the_host():
     assert [triton.cdiv(n, 16) for n in (0, 1, 16, 17, 1000)] == [0, 1, 1, 2, 63]
     assert [triton.next_power_of_2(n) for n in (0, 1, 2, 3, 17, 1024, 1025)] == [1, 1, 2, 4, 32, 1024, 2048]
+    # constexprs (a launch grid's META values may be) and numpy integers are unwrapped or taken alike
+    assert triton.cdiv(tl.constexpr(1000), 16) == triton.cdiv(np.int64(1000), tl.constexpr(16)) == 63
+    assert triton.cdiv(x=tl.constexpr(1000), y=16) == 63
 
 
 def test_cdiv_and_next_power_of_2_in_a_kernel():

@@ -819,6 +819,10 @@ def _global_references(src: str, parameters: set[str]) -> list[str]:
     return list(found)
 
 
+# argument types a constexpr function takes as they are (no constexpr among them)
+_PLAIN_HOST_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
 class ConstexprFunction:
     """A plain Python function callable from kernels on constexpr arguments,
     giving a constexpr (`@triton.constexpr_function`), and from host code as is.
@@ -837,6 +841,9 @@ class ConstexprFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args, _semantic=None, **kwargs):
+        if _semantic is None and not kwargs and all(type(arg) in _PLAIN_HOST_TYPES for arg in args):
+            # host code, a launch grid's `triton.cdiv(n, META["BLOCK"])`: nothing to unwrap
+            return self.fn(*args)
         from ..language.core import _unwrap_if_constexpr, constexpr
 
         args = [_unwrap_if_constexpr(arg) for arg in args]
