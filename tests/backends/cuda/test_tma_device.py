@@ -68,6 +68,23 @@ def matmul_in_two_loops(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.c
 
 
 @triton.jit
+def two_dots_device(q_ptr, k_ptr, v_ptr, o_ptr, N, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """o = (q k^T, rounded to fp16) v over blocks of keys: attention's loop without the
+    softmax, its K tile read by the first dot, its V tile by the second."""
+    q_desc = tl.make_tensor_descriptor(q_ptr, [N, D], [D, 1], [BM, D])
+    k_desc = tl.make_tensor_descriptor(k_ptr, [N, D], [D, 1], [BN, D])
+    v_desc = tl.make_tensor_descriptor(v_ptr, [N, D], [D, 1], [BN, D])
+    o_desc = tl.make_tensor_descriptor(o_ptr, [N, D], [D, 1], [BM, D])
+    pid = tl.program_id(0)
+    q = q_desc.load([pid * BM, 0])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    for start in range(0, N, BN):
+        scores = tl.dot(q, k_desc.load([start, 0]).T)
+        acc = tl.dot(scores.to(tl.float16), v_desc.load([start, 0]), acc)
+    o_desc.store([pid * BM, 0], acc.to(tl.float16))
+
+
+@triton.jit
 def remade_in_a_loop(a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     """Adds 1 to each block of rows `pid`, making the descriptor again every
     third block (inside an `if`), as persistent kernels do per tile."""
@@ -148,6 +165,26 @@ def test_two_loops_over_one_descriptor_each_pipeline_their_tiles(monkeypatch):
     ir = _gpu_ir(kernel)
     # per loop: a wait, and the two tiles' copies for each of the 2 stages ahead and in the body
     assert ir.count("mbarrier_wait(") == 2 and ir.count("tma_copy(") == 2 * 2 * 3 and "tma_load(" not in ir
+
+
+def test_tiles_read_by_different_dots_each_have_their_mbarriers(monkeypatch):
+    # K's copies complete on mbarriers of their own, waited for before the first dot;
+    # V's on others, waited for only before the second dot, so the first runs while V lands
+    monkeypatch.delenv("TRITONE_TMA", raising=False)
+    kernel = _compile(two_dots_device, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
+                                        "N": "i32"}, {"D": 64, "BM": 128, "BN": 64}, 90)
+    ir = _gpu_ir(kernel)
+    assert ir.count("mbarrier_init(") == 2 and ir.count("mbarrier_inval(") == 2
+    loop = ir[ir.index("= for("):]
+    first_wait, first_dot = loop.index("mbarrier_wait("), loop.index("= dot(")
+    second_wait = loop.index("mbarrier_wait(", first_wait + 1)
+    assert first_wait < first_dot < second_wait < loop.index("= dot(", first_dot + 1)
+    # a tile's bytes announced on its own mbarrier (64 x 64 fp16 each), for each of the 2
+    # stages ahead and in the body
+    assert re.findall(r"mbarrier_arrive\(.*bytes = (\d+)", ir) == ["8192"] * 6
+    # one matmul tile pair read by one dot keeps one mbarrier a stage
+    single = _gpu_ir(_compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 90))
+    assert single.count("mbarrier_init(") == 1 and single.count("mbarrier_wait(") == 1
 
 
 @pytest.mark.parametrize("arch", [100, 120])
@@ -292,6 +329,17 @@ def test_matmul_through_kernel_made_maps(kernel, sizes, maps, on_the_gpu):
     kernel[grid](a, b, c, M, N, K, 128, 128, 64)
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
     assert [call[:2] for call in on_the_gpu.calls] == [(grid[0] * grid[1] * maps * 128, 128)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 3])
+def test_two_dots_through_kernel_made_maps(stages, on_the_gpu):
+    N, D = 512, 64
+    q, k, v = (torch.randn((N, D), device="cuda").mul(0.5).half() for _ in range(3))
+    o = torch.full((N, D), float("nan"), device="cuda", dtype=torch.float16)
+    two_dots_device[(N // 128,)](q, k, v, o, N, D, 128, 64, num_stages=stages)
+    expected = (q.float() @ k.float().T).half().float() @ v.float()
+    torch.testing.assert_close(o.float(), expected, rtol=2e-2, atol=5e-2)
 
 
 @pytest.mark.gpu

@@ -642,18 +642,29 @@ class _Builder:
         return new
 
 
+def _read_apart(body: Region, chains: list[_Chain]) -> bool:
+    """Whether the first ops of `body` that read the chains' tiles are not all one op."""
+    firsts = set()
+    for chain in chains:
+        tile = chain.alloc.results[0]
+        firsts.add(next(i for i, op in enumerate(body.ops) if any(tile in inner.operands for inner in op.walk())))
+    return len(firsts) > 1
+
+
 def _issue_copies(b: _Builder, chains: list[_Chain], buffers: list[Value], slot: Value, mapping: dict,
-                  in_range: Value, barriers: Value | None) -> None:
+                  in_range: Value, barriers: tuple[Value, ...] | None) -> None:
     """Copy the chains' tiles for the trip `mapping` describes into stage `slot`,
-    where `in_range`: with the copy engine, completing on mbarrier `slot` of
-    `barriers`, when that is given."""
+    where `in_range`: with the copy engine, each completing on mbarrier `slot` of
+    its chain's `barriers`, when they are given."""
     if barriers is not None:
-        # the stage's bytes announced, then the copies that bring them
-        nbytes = sum(tile_bytes(chain.load.results[0].type) for chain in chains)
-        b.op("mbarrier_arrive", [barriers, slot, in_range], bytes=nbytes)
-        for chain, buffer in zip(chains, buffers):
-            operands = [mapping.get(v, v) for v in tma_operands(chain.load)]
-            b.op("tma_copy", [buffer, slot, barriers, *operands, in_range], box=chain.box)
+        for barrier in dict.fromkeys(barriers):
+            # the bytes of the tiles this mbarrier waits for announced, then the copies that bring them
+            group = [(chain, buffer) for chain, buffer, own in zip(chains, buffers, barriers) if own is barrier]
+            nbytes = sum(tile_bytes(chain.load.results[0].type) for chain, _ in group)
+            b.op("mbarrier_arrive", [barrier, slot, in_range], bytes=nbytes)
+            for chain, buffer in group:
+                operands = [mapping.get(v, v) for v in tma_operands(chain.load)]
+                b.op("tma_copy", [buffer, slot, barrier, *operands, in_range], box=chain.box)
         return
     for chain, buffer in zip(chains, buffers):
         load = chain.load
@@ -701,8 +712,14 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 # V, say): this tile's box and swizzle get a map of their own
                 tensormap = chain.load.operands[0] = _own_map(fn, tensormap)
             set_map_box(fn, tensormap, (rows, columns), swizzle)
-        barriers = b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
-        b.op("mbarrier_init", [barriers])
+        # one mbarrier per stage, or per tile and stage where the body reads the tiles at
+        # different points (attention's K tile at the first dot, V at the second)
+        apart = not plan and not loop.attrs.get("warp_specialize") and _read_apart(body, chains)
+        made = [b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
+                for _ in (chains if apart else chains[:1])]
+        for barrier in made:
+            b.op("mbarrier_init", [barrier])
+        barriers = tuple(made) if apart else (made[0],) * len(chains)
     buffers = []
     for chain in chains:
         load_ty = chain.load.results[0].type
@@ -755,8 +772,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     nb = _Builder(new_body, None, loop.loc)
     if barriers is None:
         nb.op("async_wait", buffers, pending=(prefetch - 1) * len(chains))
-    else:
-        nb.op("mbarrier_wait", [barriers, stage, new_body.args[-1]])
+    elif len(made) == 1:
+        nb.op("mbarrier_wait", [made[0], stage, new_body.args[-1]])
     tiles = {}
     for chain, buffer in zip(chains, buffers):
         tile_ty = block_type(buffer.type.scalar, list(buffer.type.shape[1:]), chain.load_layout)
@@ -775,6 +792,13 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         new_body.append(op)
     for old, new in list(zip(body.args, new_body.args)) + list(tiles.items()):
         replace_all_uses(new_body, old, new)
+    if barriers is not None and len(made) > 1:
+        # each tile's mbarrier waited for just before the first op that reads the tile
+        for chain, barrier in zip(chains, barriers):
+            tile = tiles[chain.alloc.results[0]]
+            reader = next(op for op in new_body.ops if any(tile in inner.operands for inner in op.walk()))
+            new_body.insert(new_body.ops.index(reader),
+                            Operation("mbarrier_wait", [barrier, stage, new_body.args[-1]], [], {}, loc=loop.loc))
 
     # the copies for trip iv + prefetch * step, into the stage every thread has finished reading
     nb.op("barrier", [])
@@ -839,8 +863,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     nb.op("yield", yielded)
 
     after = parent.ops.index(new_loop) + 1
-    drained = Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc) if barriers is None else \
-        Operation("mbarrier_inval", [barriers], [], {}, loc=loop.loc)
+    drained = [Operation("async_wait", buffers, [], {"pending": 0}, loc=loop.loc)] if barriers is None else \
+        [Operation("mbarrier_inval", [barrier], [], {}, loc=loop.loc) for barrier in made]
     if plan:
         # the outer loop's next trip's first copies, once every thread is done with the stages
         # (where the K loop did not copy them in its last trips: fewer trips than stages ahead)
@@ -873,9 +897,11 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
             ab.op("yield", [])
         new_outer = _carry_through(plan[0], starts + scalar_inits,
                                    list(new_loop.results[len(loop.results):]) + scalar_yields)
-        new_outer.parent.insert(new_outer.parent.ops.index(new_outer) + 1, drained)
+        for op in reversed(drained):
+            new_outer.parent.insert(new_outer.parent.ops.index(new_outer) + 1, op)
     else:
-        parent.insert(after, drained)
+        for op in reversed(drained):
+            parent.insert(after, op)
     if in_flight:
         for dot, index in in_flight:
             if dot.operands[2] not in new_body.args:
