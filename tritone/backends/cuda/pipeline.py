@@ -41,7 +41,12 @@ that `cp.async.bulk.tensor` writes each stage in the very layout the dot
 reads; thread 0 arrives on the stage's mbarrier announcing the trip's bytes
 (`mbarrier_arrive`) and issues its copies (`tma_copy`, one per tile), every
 thread waits on its phase (`mbarrier_wait`, the phase flipping each time the
-stages wrap), and the mbarriers are invalidated after the loop. A tile whose
+stages wrap), and the mbarriers are invalidated after the loop. Where the
+body's first readers of the tiles are not one op (attention's K tile at the
+first dot, V at the second), each tile has mbarriers of its own, announced and
+waited for apart, each wait just before the first op reading its tile, so that
+the first dot runs while the later tiles land (not in warp-specialized or
+tile-ahead loops, which keep one mbarrier a stage). A tile whose
 map other loads also read gets a map of its own (`_own_map`). A loop pipelines its tiles one way:
 where some of its tiles cannot use TMA, its TMA loads are left as they are.
 
