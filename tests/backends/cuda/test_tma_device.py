@@ -167,24 +167,31 @@ def test_two_loops_over_one_descriptor_each_pipeline_their_tiles(monkeypatch):
     assert ir.count("mbarrier_wait(") == 2 and ir.count("tma_copy(") == 2 * 2 * 3 and "tma_load(" not in ir
 
 
+def _two_dots_ir(head_dim: int) -> str:
+    return _gpu_ir(_compile(two_dots_device, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                              "o_ptr": "*fp16", "N": "i32"}, {"D": head_dim, "BM": 128, "BN": 64}, 90))
+
+
 def test_tiles_read_by_different_dots_each_have_their_mbarriers(monkeypatch):
     # K's copies complete on mbarriers of their own, waited for before the first dot;
-    # V's on others, waited for only before the second dot, so the first runs while V lands
+    # V's (16 KB, d128) on others, waited for only before the second dot, so the first
+    # runs while V lands
     monkeypatch.delenv("TRITONE_TMA", raising=False)
-    kernel = _compile(two_dots_device, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
-                                        "N": "i32"}, {"D": 64, "BM": 128, "BN": 64}, 90)
-    ir = _gpu_ir(kernel)
+    ir = _two_dots_ir(128)
     assert ir.count("mbarrier_init(") == 2 and ir.count("mbarrier_inval(") == 2
     loop = ir[ir.index("= for("):]
     first_wait, first_dot = loop.index("mbarrier_wait("), loop.index("= dot(")
     second_wait = loop.index("mbarrier_wait(", first_wait + 1)
     assert first_wait < first_dot < second_wait < loop.index("= dot(", first_dot + 1)
-    # a tile's bytes announced on its own mbarrier (64 x 64 fp16 each), for each of the 2
-    # stages ahead and in the body
-    assert re.findall(r"mbarrier_arrive\(.*bytes = (\d+)", ir) == ["8192"] * 6
-    # one matmul tile pair read by one dot keeps one mbarrier a stage
-    single = _gpu_ir(_compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 90))
-    assert single.count("mbarrier_init(") == 1 and single.count("mbarrier_wait(") == 1
+    # a tile's bytes announced on its own mbarrier (64 x 128 fp16 each), for each of the
+    # 2 stages ahead and in the body
+    assert re.findall(r"mbarrier_arrive\(.*bytes = (\d+)", ir) == ["16384"] * 6
+    # an 8 KB V tile (d64) lands in time: one mbarrier a stage for both, as for a matmul's
+    # tiles, which one dot reads
+    matmul = _gpu_ir(_compile(matmul_device, _MATMUL_SIGNATURE, _MATMUL_BLOCKS, 90))
+    for single, stage_bytes in ((_two_dots_ir(64), 2 * 64 * 64 * 2), (matmul, 2 * 128 * 64 * 2)):
+        assert single.count("mbarrier_init(") == 1 and single.count("mbarrier_wait(") == 1
+        assert re.findall(r"mbarrier_arrive\(.*bytes = (\d+)", single) == [str(stage_bytes)] * 3
 
 
 @pytest.mark.parametrize("arch", [100, 120])
@@ -333,8 +340,9 @@ def test_matmul_through_kernel_made_maps(kernel, sizes, maps, on_the_gpu):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("stages", [2, 3])
-def test_two_dots_through_kernel_made_maps(stages, on_the_gpu):
-    N, D = 512, 64
+@pytest.mark.parametrize("D", [64, 128])  # one mbarrier a stage; K's and V's apart
+def test_two_dots_through_kernel_made_maps(D, stages, on_the_gpu):
+    N = 512
     q, k, v = (torch.randn((N, D), device="cuda").mul(0.5).half() for _ in range(3))
     o = torch.full((N, D), float("nan"), device="cuda", dtype=torch.float16)
     two_dots_device[(N // 128,)](q, k, v, o, N, D, 128, 64, num_stages=stages)
