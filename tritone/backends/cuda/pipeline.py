@@ -661,7 +661,8 @@ def _read_apart(body: Region, chains: list[_Chain]) -> bool:
     firsts = []
     for chain in chains:
         tile = chain.alloc.results[0]
-        firsts.append(next(i for i, op in enumerate(body.ops) if any(tile in inner.operands for inner in op.walk())))
+        firsts.append(next((i for i, op in enumerate(body.ops) if any(tile in inner.operands for inner in op.walk())),
+                           len(body.ops)))
     later = sum(tile_bytes(chain.load.results[0].type) for chain, first in zip(chains, firsts) if first > min(firsts))
     return later >= _APART_BYTES
 
@@ -811,9 +812,9 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
         # each tile's mbarrier waited for just before the first op that reads the tile
         for chain, barrier in zip(chains, barriers):
             tile = tiles[chain.alloc.results[0]]
-            reader = next(op for op in new_body.ops if any(tile in inner.operands for inner in op.walk()))
-            new_body.insert(new_body.ops.index(reader),
-                            Operation("mbarrier_wait", [barrier, stage, new_body.args[-1]], [], {}, loc=loop.loc))
+            at = next((i for i, op in enumerate(new_body.ops) if any(tile in inner.operands for inner in op.walk())),
+                      len(tiles))  # (a tile the body never reads: waited for with the first)
+            new_body.insert(at, Operation("mbarrier_wait", [barrier, stage, new_body.args[-1]], [], {}, loc=loop.loc))
 
     # the copies for trip iv + prefetch * step, into the stage every thread has finished reading
     nb.op("barrier", [])
