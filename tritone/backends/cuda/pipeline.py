@@ -46,8 +46,8 @@ body's first readers of the tiles are not one op (attention's K tile at the
 first dot, V at the second) and the later tiles are large enough to be worth
 it (`_APART_BYTES`: d128's V, not d64's), each tile has mbarriers of its own,
 announced and waited for apart, each wait just before the first op reading its
-tile, so that the first dot runs while the later tiles land (not in warp-specialized or
-tile-ahead loops, which keep one mbarrier a stage). A tile whose
+tile, so that the first dot runs while the later tiles land (not in
+warp-specialized or tile-ahead loops, which keep one mbarrier a stage). A tile whose
 map other loads also read gets a map of its own (`_own_map`). A loop pipelines its tiles one way:
 where some of its tiles cannot use TMA, its TMA loads are left as they are.
 
@@ -729,7 +729,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
                 tensormap = chain.load.operands[0] = _own_map(fn, tensormap)
             set_map_box(fn, tensormap, (rows, columns), swizzle)
         # one mbarrier per stage, or per tile and stage where the body reads the tiles at
-        # different points (attention's K tile at the first dot, V at the second)
+        # different points (attention's K tile at the first dot, V at the second) and the
+        # later ones are big enough to wait for apart
         apart = not plan and not loop.attrs.get("warp_specialize") and _read_apart(body, chains)
         made = [b.value("local_buffer", [], block_type(int64, [slots], SwizzledSharedLayout(1, 1, 1, (0,))))
                 for _ in (chains if apart else chains[:1])]
