@@ -34,6 +34,7 @@ from ..compiler import compiler
 from ..errors import CompilationError, show_internal_frames, without_internal_frames
 from ..ir.target import GPUTarget, KernelOptions
 from ..language.core import constexpr
+from .jit import SCALAR_TYPES
 from .specialization_data import deserialize_specialization_data, serialize_specialization_data
 from .specialize import (
     CONSTEXPR,
@@ -103,16 +104,13 @@ def preload(fn: JITFunction, text: str) -> compiler.CompiledKernel:
     return compiler.compile(source, target=launch_site()[0], options=data["options"])
 
 
-_SCALARS = (int, bool, float, str, type(None))
-
-
 def _hashable(value):
     """`value` as a hashable key: dicts become sorted item tuples, lists and sets tuples
     (launch options such as `extern_libs={...}` hold them). A dict of scalars (an
     autotuner's num_warps, num_stages, num_ctas on every launch) is sorted as it is."""
     if isinstance(value, dict):
         for item in value.values():  # a loop, not all() and a generator: this runs on every launch
-            if type(item) not in _SCALARS:
+            if type(item) not in SCALAR_TYPES:
                 return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
         return tuple(sorted(value.items()))
     if isinstance(value, (list, tuple)):

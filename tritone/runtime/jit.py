@@ -819,8 +819,9 @@ def _global_references(src: str, parameters: set[str]) -> list[str]:
     return list(found)
 
 
-# argument types a constexpr function takes as they are (no constexpr among them)
-_PLAIN_HOST_TYPES = frozenset({int, float, bool, str, type(None)})
+# Plain host values: what a constexpr function takes as it is (no constexpr among them),
+# and launch options `runtime.dispatch` keys without recursing into them.
+SCALAR_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 class ConstexprFunction:
@@ -841,7 +842,7 @@ class ConstexprFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args, _semantic=None, **kwargs):
-        if _semantic is None and not kwargs and all(type(arg) in _PLAIN_HOST_TYPES for arg in args):
+        if _semantic is None and not kwargs and all(type(arg) in SCALAR_TYPES for arg in args):
             # host code, a launch grid's `triton.cdiv(n, META["BLOCK"])`: nothing to unwrap
             return self.fn(*args)
         from ..language.core import _unwrap_if_constexpr, constexpr

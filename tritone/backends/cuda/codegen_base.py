@@ -174,6 +174,7 @@ class Emitter:
         self._counter = 0
         self._indent = 1
         self._thread_coords: dict[tuple, str] = {}
+        self._thread_bits: dict[str, int] = {}  # a thread coordinate's variable -> every bit it may set
         self._line: tuple[str, int] | None = None
         self.uses_scratch = False
         # byte offset of the scratch memory of the op being generated (smem.py plans it)
@@ -354,6 +355,7 @@ class Emitter:
             parts = [p for p in (bits_expr(lanes, "tt_lane"), bits_expr(warps, "tt_warp")) if p != "0"]
             self.prologue.append(f"const int {name} = {' ^ '.join(f'({p})' for p in parts)};")
             self._thread_coords[key] = name
+            self._thread_bits[name] = _bits(linear.lanes + linear.warps, dim)
         return self._thread_coords[key]
 
     def coord(self, linear: LinearLayout, dim: int, reg: int) -> str:
@@ -365,7 +367,7 @@ class Emitter:
         if const == 0:
             return thread
         # disjoint bits: the XOR is an add, which NVVM can fold into sums a loop changes
-        operator = "+" if _bits(linear.lanes + linear.warps, dim) & const == 0 else "^"
+        operator = "+" if self._thread_bits[thread] & const == 0 else "^"
         return f"({thread} {operator} {const})"
 
     def coord_in_loop(self, linear: LinearLayout, dim: int, var: str) -> str:
@@ -376,7 +378,7 @@ class Emitter:
             return thread
         if thread == "0":
             return f"({regs})"
-        if _bits(linear.lanes + linear.warps, dim) & _bits(linear.registers, dim) == 0:
+        if self._thread_bits[thread] & _bits(linear.registers, dim) == 0:
             return f"({thread} + ({regs}))"
         return f"({thread} ^ {regs})"
 

@@ -655,14 +655,17 @@ class _Builder:
 _APART_BYTES = 16 * 1024
 
 
+def _first_reader(region: Region, value: Value, default: int) -> int:
+    """The index in `region` of the first op reading `value` (itself or an op inside it);
+    `default` where none does."""
+    return next((i for i, op in enumerate(region.ops) if any(value in inner.operands for inner in op.walk())),
+                default)
+
+
 def _read_apart(body: Region, chains: list[_Chain]) -> bool:
     """Whether the first ops of `body` reading the chains' tiles are not all one op, and
     the tiles read after the first such op are worth waiting for apart (`_APART_BYTES`)."""
-    firsts = []
-    for chain in chains:
-        tile = chain.alloc.results[0]
-        firsts.append(next((i for i, op in enumerate(body.ops) if any(tile in inner.operands for inner in op.walk())),
-                           len(body.ops)))
+    firsts = [_first_reader(body, chain.alloc.results[0], len(body.ops)) for chain in chains]
     later = sum(tile_bytes(chain.load.results[0].type) for chain, first in zip(chains, firsts) if first > min(firsts))
     return later >= _APART_BYTES
 
@@ -812,9 +815,8 @@ def _rewrite(fn: Function, loop: Operation, stages: int, chains: list[_Chain], s
     if barriers is not None and len(made) > 1:
         # each tile's mbarrier waited for just before the first op that reads the tile
         for chain, barrier in zip(chains, barriers):
-            tile = tiles[chain.alloc.results[0]]
-            at = next((i for i, op in enumerate(new_body.ops) if any(tile in inner.operands for inner in op.walk())),
-                      len(tiles))  # (a tile the body never reads: waited for with the first)
+            # (a tile the body never reads: waited for with the first)
+            at = _first_reader(new_body, tiles[chain.alloc.results[0]], len(tiles))
             new_body.insert(at, Operation("mbarrier_wait", [barrier, stage, new_body.args[-1]], [], {}, loc=loop.loc))
 
     # the copies for trip iv + prefetch * step, into the stage every thread has finished reading
