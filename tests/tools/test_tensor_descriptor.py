@@ -30,6 +30,8 @@ def _cases():
         "rank mismatch": lambda D: D(base, [64, 64], [64, 1], [16]),
         "empty dim": lambda D: D(base, [0, 64], [64, 1], [16, 16]),
         "explicit": lambda D: D(base, [32, 64], [64, 1], [32, 16]),
+        "negative stride": lambda D: D(base, [32, 64], [-64, 1], [32, 16]),
+        "block over the element limit": lambda D: D(torch.zeros(4096, 512), [4096, 512], [512, 1], [2048, 1024]),
     }
 
 
@@ -59,6 +61,13 @@ def test_what_it_keeps_and_says():
         TensorDescriptor.from_tensor(base.t(), [16, 16])
     with pytest.raises(ValueError, match="16 bytes"):
         TensorDescriptor.from_tensor(torch.zeros(4, 3), [4, 2])
+
+
+def test_numpy_integers_become_ints():
+    base = torch.zeros(64, 64, dtype=torch.float16)
+    desc = TensorDescriptor(base, np.array([32, 64]), (np.int64(64), 1), [np.int32(32), 16])
+    assert [type(v) for v in (*desc.shape, *desc.strides, *desc.block_shape)] == [int] * 6
+    assert desc.shape == [32, 64] and desc.strides == [64, 1] and desc.block_shape == [32, 16]
 
 
 def test_numpy_arrays():

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..language.core import validate_block_shape
+from ..language.core import TRITON_MAX_TENSOR_NUMEL, validate_block_shape
 
 PADDINGS = ("zero", "nan")
 MAX_RANK = 5
@@ -43,10 +43,10 @@ def _has_storage(tensor: Any) -> bool:
     return type(tensor).__name__ not in ("FakeTensor", "FunctionalTensor")
 
 
-def _element_strides(tensor: Any) -> list[int]:
+def _element_strides(tensor: Any) -> Sequence[int]:
     stride = getattr(tensor, "stride", None)
     if callable(stride):  # torch: strides in elements (ints, which __post_init__ checks)
-        return list(stride())
+        return stride()
     itemsize = _itemsize(tensor)  # numpy: strides in bytes
     return [int(s) // itemsize for s in tensor.strides]
 
@@ -70,10 +70,36 @@ class TensorDescriptor:
     padding: str = "zero"
 
     def __post_init__(self):
-        # Checked on every launch of tutorial-style code (a descriptor per call): plain loops, no generators.
-        self.shape = shape = [int(v) for v in self.shape]
-        self.strides = strides = [int(v) for v in self.strides]
-        self.block_shape = block = [int(v) for v in self.block_shape]
+        # Checked on every launch of tutorial-style code (a descriptor per call): the
+        # usual descriptor passes one combined test; `_check` names what is wrong.
+        shape, strides, block = list(self.shape), list(self.strides), list(self.block_shape)
+        for value in (*shape, *strides, *block):
+            if type(value) is not int:  # numpy integers and the like
+                shape, strides, block = ([int(v) for v in values] for values in (shape, strides, block))
+                break
+        self.shape, self.strides, self.block_shape = shape, strides, block
+        base = self.base
+        rank = len(shape)
+        numel = 1
+        powers_of_two = True
+        for dim in block:
+            numel *= dim
+            powers_of_two = powers_of_two and dim > 0 and not dim & (dim - 1)
+        misaligned = 0  # the OR of every stride but the last, in bytes: a multiple of 16 when each is
+        if rank > 1:
+            itemsize = base.dtype.itemsize
+            for stride in strides[:-1]:
+                misaligned |= stride * itemsize
+        if not (powers_of_two and 0 < rank <= MAX_RANK and len(strides) == rank and len(block) == rank
+                and min(shape) > 0 and strides[-1] == 1 and numel <= TRITON_MAX_TENSOR_NUMEL
+                and self.padding == "zero" and not misaligned % ALIGNMENT
+                and not (_has_storage(base) and _address(base) % ALIGNMENT)):
+            self._check()
+
+    def _check(self) -> None:
+        """Raise the ValueError (or TypeError) that names what is wrong with this
+        descriptor; return when it is valid."""
+        shape, strides, block, base = self.shape, self.strides, self.block_shape, self.base
         rank = len(shape)
         if not 1 <= rank <= MAX_RANK:
             raise ValueError(f"a tensor descriptor has 1 to {MAX_RANK} dims, got {rank}")
@@ -84,7 +110,6 @@ class TensorDescriptor:
             raise ValueError(f"every dim of the shape must be positive, got {shape}")
         if strides[-1] != 1:
             raise ValueError(f"the last dim must be contiguous (stride 1), got strides {strides}")
-        base = self.base
         itemsize = _itemsize(base)
         for stride in strides[:-1]:
             if (stride * itemsize) % ALIGNMENT:
@@ -114,4 +139,5 @@ class TensorDescriptor:
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], padding: str = "zero") -> TensorDescriptor:
         """The descriptor of the whole of `tensor`: its own shape and strides."""
-        return TensorDescriptor(tensor, list(tensor.shape), _element_strides(tensor), block_shape, padding)
+        # __post_init__ makes lists of the shape and strides.
+        return TensorDescriptor(tensor, tensor.shape, _element_strides(tensor), block_shape, padding)
