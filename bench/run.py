@@ -50,6 +50,8 @@ ARCH_COMPARED = ("matmul", "attention")
 TABLE_WIDTH = 100
 # How a figure is made from (work, median ms): bytes / ms * 1e-6 = GB/s, flops / ms * 1e-9 = TFLOP/s.
 UNIT_SCALE = {"GB/s": 1e-6, "TFLOP/s": 1e-9}
+# Rounds in which the implementations' chosen variants are timed again in turn (Context.time_in_turn).
+IN_TURN_ROUNDS = 3
 # Exit status of a worker whose CUDA context is unusable after a kernel fault.
 EXIT_CONTEXT_LOST = 3
 
@@ -280,9 +282,11 @@ class Context:
 
     def run_case(self, case: Case, variants: Callable[[str], list[Variant]], impls: Sequence[str] = IMPLS,
                  configs_only: bool = False) -> None:
-        """Measure every implementation of `case`; each reports its fastest correct variant.
-        With `configs_only`, every variant is only recorded as a config row (for the CSV),
-        and the table gets nothing from this call."""
+        """Measure every implementation of `case`; each reports its fastest correct variant,
+        timed again beside the others' in turn (`time_in_turn`). With `configs_only`,
+        every variant is only recorded as a config row (for the CSV), and the table gets
+        nothing from this call."""
+        chosen: dict[str, tuple[Row, Variant, int]] = {}  # impl -> its best row, variant, variant count
         for impl in impls:
             base = Row(group=self.group, bench=case.bench, case=case.case, impl=impl, unit=case.unit)
             try:
@@ -290,7 +294,7 @@ class Context:
             except Exception as exc:
                 self.emit(replace(base, error=one_line(exc), role="config" if configs_only else "result"))
                 continue
-            measured: list[Row] = []
+            measured: list[tuple[Row, Variant]] = []
             failed: list[str] = []
             as_configs = configs_only or len(candidates) > 1
             for variant in candidates:
@@ -302,11 +306,8 @@ class Context:
                         self.emit(replace(base, detail=variant.detail, error=one_line(exc), role="config"))
                     continue
                 detail, note = variant.tuning() if variant.tuning else (variant.detail, "")
-                row = replace(
-                    base, value=case.work / timing.median * UNIT_SCALE[case.unit], median=timing.median,
-                    min=timing.min, p20=timing.p20, p80=timing.p80, reps=timing.reps, rel_err=error,
-                    detail=detail, note=note)
-                measured.append(row)
+                row = replace(base, **timing_fields(case, timing), rel_err=error, detail=detail, note=note)
+                measured.append((row, variant))
                 if as_configs:
                     self.emit(replace(row, role="config"))
             if configs_only:
@@ -315,12 +316,52 @@ class Context:
                 reason = failed[0] if len(failed) == 1 else f"all {len(failed)} configs failed; first: {failed[0]}"
                 self.emit(replace(base, error=reason))
                 continue
-            best = max(measured, key=lambda row: row.value)
+            best, variant = max(measured, key=lambda pair: pair[0].value)
             if failed:
                 best = replace(best, note=f"{len(failed)} of {len(candidates)} configs failed; first: {failed[0]}")
-            self.emit(best, progress=len(candidates) == 1)
-            if len(candidates) > 1:
+            chosen[impl] = (best, variant, len(candidates))
+        if len(chosen) > 1:
+            self.time_in_turn(case, chosen)
+        for impl, (best, _, count) in chosen.items():
+            self.emit(best, progress=count == 1)
+            if count > 1:
                 print(f"  [{case.bench}] {case.case} | {impl}: best {best.detail}", flush=True)
+
+    def time_in_turn(self, case: Case, chosen: dict[str, tuple[Row, Variant, int]]) -> None:
+        """Time each implementation's chosen variant again, in `IN_TURN_ROUNDS` rounds,
+        each in the opposite order to the round before, and give its row the
+        repetitions of all rounds: the implementations measured one after the other
+        meet a GPU that drifts (a card at its power limit settles on another clock
+        from one measurement to the next, see bench/README.md), and one measurement
+        each would hand that drift to the ratios. A variant that fails now keeps its
+        first figure."""
+        from bench.timing import summarise
+
+        times: dict[str, list[float] | None] = {impl: [] for impl in chosen}
+        order = list(chosen)
+        for _ in range(IN_TURN_ROUNDS):
+            for impl in order:
+                if self.lost or times[impl] is None:
+                    continue
+                try:
+                    times[impl] += self.timer.measure_times(chosen[impl][1].run, case.n_sets)
+                except Exception as exc:
+                    if self.show_tracebacks:
+                        traceback.print_exc()
+                    if self.timer.on_gpu and not device_healthy(sys.modules["torch"]):
+                        self.lost = one_line(exc)
+                    times[impl] = None  # keeps the figure of its first measurement
+            order.reverse()
+        for impl, found in times.items():
+            if found:
+                best, variant, count = chosen[impl]
+                chosen[impl] = (replace(best, **timing_fields(case, summarise(found))), variant, count)
+
+
+def timing_fields(case: Case, timing: Any) -> dict[str, Any]:
+    """A row's figure and timing statistics from a `Timing` of one call of `case`."""
+    return dict(value=case.work / timing.median * UNIT_SCALE[case.unit], median=timing.median, min=timing.min,
+                p20=timing.p20, p80=timing.p80, reps=timing.reps)
 
 
 def check_outputs(torch: Any, outputs: Sequence[Any], references: Sequence[Any], tolerance: float) -> float:

@@ -63,7 +63,8 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def _summarise(times: list[float], unit: str = "ms") -> Timing:
+def summarise(times: list[float], unit: str = "ms") -> Timing:
+    """The Timing of per-repetition `times`."""
     ordered = sorted(times)
     return Timing(
         median=statistics.median(ordered),
@@ -105,6 +106,10 @@ class Timer:
         """Median time of one call of `fn`, after a warm-up, with the cache flushed before
         every repetition and the input set rotating. The first call (which may compile)
         and the few that estimate the time are never timed."""
+        return summarise(self.measure_times(fn, n_sets))
+
+    def measure_times(self, fn: Callable[[int], object], n_sets: int = 1) -> list[float]:
+        """The milliseconds of each timed repetition of what `measure` times."""
         fn(0)
         self.synchronize()
         plan = self.plan
@@ -117,8 +122,8 @@ class Timer:
         for i in range(warmups):
             fn(i % n_sets)
         if self.on_gpu:
-            return _summarise(self._device_times(fn, n_sets, reps))
-        return _summarise(self._host_times(fn, n_sets, reps))
+            return self._device_times(fn, n_sets, reps)
+        return self._host_times(fn, n_sets, reps)
 
     def _estimate_ms(self, fn: Callable[[int], object], n_sets: int) -> float:
         times = self._device_times(fn, n_sets, 5) if self.on_gpu else self._host_times(fn, n_sets, 1)
@@ -161,7 +166,7 @@ class Timer:
                 launch()
             per_call.append((time.perf_counter() - begin) * 1e6 / calls)
         self.synchronize()
-        return _summarise(per_call, "us")
+        return summarise(per_call, "us")
 
 
 def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round: int) -> dict[str, float]:

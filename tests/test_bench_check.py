@@ -12,7 +12,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.run import Row, arch_settings, format_table, speedups, write_png
+from bench.run import (
+    CHECK_SIZES,
+    IMPLS,
+    IN_TURN_ROUNDS,
+    Case,
+    Context,
+    Row,
+    Variant,
+    arch_settings,
+    format_table,
+    speedups,
+    write_png,
+)
+from bench.timing import summarise
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_BENCHES = {"vector add", "softmax", "layernorm fwd", "layernorm bwd", "matmul", "attention", "bf16 pointwise",
@@ -60,6 +73,78 @@ def test_check_runs_every_benchmark(tmp_path: Path) -> None:
     header = next(index for index, line in enumerate(lines) if line.startswith("benchmark "))
     # the table, title to footer; the last line names the CSV, whose path is pytest's
     assert all(len(line) <= 100 for line in lines[header - 1:-1])
+
+
+class _ScriptedTimer:
+    """A CPU timer whose measurements of a variant's `run` hand out the next of the
+    scripted milliseconds of its impl (`impl_of[run]`), and that records the order
+    of the measurements."""
+
+    on_gpu = False
+
+    def __init__(self, scripts: dict[str, list[float | None]]):
+        self.scripts = scripts
+        self.impl_of: dict = {}
+        self.order: list[str] = []
+
+    def synchronize(self) -> None:
+        pass
+
+    def measure(self, fn, n_sets: int = 1):
+        return summarise(self.measure_times(fn, n_sets))
+
+    def measure_times(self, fn, n_sets: int = 1) -> list[float]:
+        fn(0)
+        impl = self.impl_of[fn]
+        self.order.append(impl)
+        value = self.scripts[impl].pop(0)
+        if value is None:
+            raise RuntimeError(f"{impl} failed")
+        return [value, value]
+
+
+def test_chosen_variants_are_timed_again_in_turn() -> None:
+    import io
+
+    import torch
+
+    reference = torch.randn(8, dtype=torch.float64)
+    rng = np.random.default_rng()
+    first = {impl: float(rng.uniform(1.0, 2.0)) for impl in IMPLS}
+    rounds = {impl: [float(v) for v in rng.uniform(3.0, 9.0, size=IN_TURN_ROUNDS)] for impl in IMPLS}
+    rounds["triton"][1] = None  # its second in-turn measurement fails: it keeps its first figure
+    timer = _ScriptedTimer({impl: [first[impl], *rounds[impl]] for impl in IMPLS})
+    ctx = Context(sizes=CHECK_SIZES, quick=True, check=True, matmul_configs=False, group="", timer=timer,
+                  events=io.StringIO(), implementations={}, show_tracebacks=False)
+    case = Case("demo", "n=8", "GB/s", 1e6, [reference], 1e-9)
+
+    def variants(impl: str) -> list[Variant]:
+        def run(i: int) -> tuple:
+            return (reference.clone(),)
+
+        timer.impl_of[run] = impl
+        return [Variant(impl, run)]
+
+    ctx.run_case(case, variants)
+    forward, backward = list(IMPLS), list(reversed(IMPLS))
+    # Each impl's first measurement, then the rounds in alternating order; triton's failure
+    # (in the second round) leaves it out of the third.
+    assert IN_TURN_ROUNDS == 3
+    assert timer.order == forward + forward + backward + [impl for impl in forward if impl != "triton"]
+    rows = {row["impl"]: row for row in map(_row_of, ctx.events.getvalue().splitlines())}
+    for impl in ("torch", "tritone"):
+        median = float(np.median(np.repeat(rounds[impl], 2)))
+        assert rows[impl]["median"] == pytest.approx(median) and rows[impl]["reps"] == 2 * IN_TURN_ROUNDS
+        assert rows[impl]["value"] == pytest.approx(1e6 / median * 1e-6)
+    assert rows["triton"]["median"] == pytest.approx(first["triton"]) and rows["triton"]["reps"] == 2
+
+
+def _row_of(line: str) -> dict:
+    import json
+
+    event = json.loads(line)
+    assert event["event"] == "row"
+    return event["row"]
 
 
 def test_table_ratios_and_failures() -> None:
