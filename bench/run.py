@@ -50,7 +50,7 @@ ARCH_COMPARED = ("matmul", "attention")
 TABLE_WIDTH = 100
 # How a figure is made from (work, median ms): bytes / ms * 1e-6 = GB/s, flops / ms * 1e-9 = TFLOP/s.
 UNIT_SCALE = {"GB/s": 1e-6, "TFLOP/s": 1e-9}
-# Rounds in which the implementations' chosen variants are timed again in turn (Context.time_in_turn).
+# Rounds in which the implementations' chosen variants are timed again in turn (Context.retime_in_turn).
 IN_TURN_ROUNDS = 3
 # Exit status of a worker whose CUDA context is unusable after a kernel fault.
 EXIT_CONTEXT_LOST = 3
@@ -283,7 +283,7 @@ class Context:
     def run_case(self, case: Case, variants: Callable[[str], list[Variant]], impls: Sequence[str] = IMPLS,
                  configs_only: bool = False) -> None:
         """Measure every implementation of `case`; each reports its fastest correct variant,
-        timed again beside the others' in turn (`time_in_turn`). With `configs_only`,
+        timed again beside the others' in turn (`retime_in_turn`). With `configs_only`,
         every variant is only recorded as a config row (for the CSV), and the table gets
         nothing from this call."""
         chosen: dict[str, tuple[Row, Variant, int]] = {}  # impl -> its best row, variant, variant count
@@ -321,13 +321,13 @@ class Context:
                 best = replace(best, note=f"{len(failed)} of {len(candidates)} configs failed; first: {failed[0]}")
             chosen[impl] = (best, variant, len(candidates))
         if len(chosen) > 1:
-            self.time_in_turn(case, chosen)
+            self.retime_in_turn(case, chosen)
         for impl, (best, _, count) in chosen.items():
             self.emit(best, progress=count == 1)
             if count > 1:
                 print(f"  [{case.bench}] {case.case} | {impl}: best {best.detail}", flush=True)
 
-    def time_in_turn(self, case: Case, chosen: dict[str, tuple[Row, Variant, int]]) -> None:
+    def retime_in_turn(self, case: Case, chosen: dict[str, tuple[Row, Variant, int]]) -> None:
         """Time each implementation's chosen variant again, in `IN_TURN_ROUNDS` rounds,
         each in the opposite order to the round before, and give its row the
         repetitions of all rounds: the implementations measured one after the other
@@ -335,23 +335,20 @@ class Context:
         from one measurement to the next, see bench/README.md), and one measurement
         each would hand that drift to the ratios. A variant that fails now keeps its
         first figure."""
-        from bench.timing import summarise
+        from bench.timing import summarise, turns
 
         times: dict[str, list[float] | None] = {impl: [] for impl in chosen}
-        order = list(chosen)
-        for _ in range(IN_TURN_ROUNDS):
-            for impl in order:
-                if self.lost or times[impl] is None:
-                    continue
-                try:
-                    times[impl] += self.timer.measure_times(chosen[impl][1].run, case.n_sets)
-                except Exception as exc:
-                    if self.show_tracebacks:
-                        traceback.print_exc()
-                    if self.timer.on_gpu and not device_healthy(sys.modules["torch"]):
-                        self.lost = one_line(exc)
-                    times[impl] = None  # keeps the figure of its first measurement
-            order.reverse()
+        for impl in turns(chosen, IN_TURN_ROUNDS):
+            if self.lost or times[impl] is None:
+                continue
+            try:
+                times[impl] += self.timer.measure_times(chosen[impl][1].run, case.n_sets)
+            except Exception as exc:
+                if self.show_tracebacks:
+                    traceback.print_exc()
+                if self.timer.on_gpu and not device_healthy(sys.modules["torch"]):
+                    self.lost = one_line(exc)
+                times[impl] = None  # keeps the figure of its first measurement
         for impl, found in times.items():
             if found:
                 best, variant, count = chosen[impl]

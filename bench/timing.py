@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -169,6 +169,17 @@ class Timer:
         return summarise(per_call, "us")
 
 
+def turns(names: Sequence[str], rounds: int) -> list[str]:
+    """`names` in `rounds` rounds, each in the opposite order to the round before: the
+    order in which things timed in turn are measured, so that a GPU's drift falls on
+    all of them alike."""
+    order, measured = list(names), []
+    for _ in range(rounds):
+        measured += order
+        order = order[::-1]
+    return measured
+
+
 def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round: int) -> dict[str, float]:
     """Median milliseconds per call of each callable on the GPU, the callables timed in
     turn: each round runs every callable `per_round` times back to back between two CUDA
@@ -184,16 +195,13 @@ def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round:
     for call in calls.values():
         call()
     torch.cuda.synchronize()
-    order = list(calls)
-    for _ in range(rounds):
-        for name in order:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            calls[name]()  # the lead-in, not timed
-            start.record()
-            for _ in range(per_round):
-                calls[name]()
-            end.record()
-            torch.cuda.synchronize()
-            times[name].append(start.elapsed_time(end) / per_round)
-        order.reverse()
+    for name in turns(calls, rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        calls[name]()  # the lead-in, not timed
+        start.record()
+        for _ in range(per_round):
+            calls[name]()
+        end.record()
+        torch.cuda.synchronize()
+        times[name].append(start.elapsed_time(end) / per_round)
     return {name: statistics.median(values) for name, values in times.items()}
