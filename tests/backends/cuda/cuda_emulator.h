@@ -198,6 +198,13 @@ static int __float_as_int(float x) { return int(tt_emu_fbits(x)); }
 static float __int_as_float(int x) { return tt_emu_f(unsigned(x)); }
 static double __longlong_as_double(long long x) { return tt_emu_d(uint64_t(x)); }
 static long long __double_as_longlong(double x) { return (long long)tt_emu_dbits(x); }
+// Each rounded alone (the host compiler builds without FMA instructions, so nothing fuses).
+static float __fadd_rn(float a, float b) { return a + b; }
+static float __fsub_rn(float a, float b) { return a - b; }
+static float __fmul_rn(float a, float b) { return a * b; }
+static double __dadd_rn(double a, double b) { return a + b; }
+static double __dsub_rn(double a, double b) { return a - b; }
+static double __dmul_rn(double a, double b) { return a * b; }
 
 static float tt_emu_f16_to_f32(uint32_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;

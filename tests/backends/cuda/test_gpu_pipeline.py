@@ -18,8 +18,8 @@ from tritone.ir.layouts import NvidiaMmaLayout, default_blocked_layout
 from tritone.ir.target import GPUTarget, KernelOptions
 from tritone.passes import FRONTEND_PASSES, pass_name
 
-GPU_PASS_NAMES = ["tma", "lower_descriptors", "accumulate", "pointer_steps", "layout_pass", "dot_operands", "pipeline",
-                  "smem", "warp_specialize"]
+GPU_PASS_NAMES = ["tma", "lower_descriptors", "accumulate", "fp_contract", "pointer_steps", "layout_pass",
+                  "dot_operands", "pipeline", "smem", "warp_specialize"]
 HEADER = "// -----// IR Dump After "
 
 

@@ -13,6 +13,8 @@ The whole lowering of a kernel, in order (`generate_cuda`):
      descriptor ops as pointer code;
    - `accumulate` (`dot/accumulate.py`): `acc + dot(a, b, 0)` as
      `dot(a, b, acc)` on every dot path, as upstream combines it;
+   - `fp_contract`: float adds and subs of a product as fmas where upstream's
+     LLVM fuses them (unless `enable_fp_fusion=False`);
    - `pointer_steps`: pointer blocks a loop advances by one uniform step a
      trip become their start plus a carried scalar offset;
    - `layout_pass`: a distributed layout for every block value (coalesced for
@@ -41,7 +43,7 @@ from tritone.errors import OutOfResources
 from tritone.ir.core import Module
 from tritone.passes import lower_descriptors, run_pipeline
 
-from . import layout_pass, pipeline, pointer_steps, smem, tma, warp_specialize
+from . import fp_contract, layout_pass, pipeline, pointer_steps, smem, tma, warp_specialize
 from .codegen import generate_kernel
 from .codegen_base import CodegenError, CodegenOptions
 from .dot import accumulate, operands
@@ -50,8 +52,8 @@ __all__ = ["GPU_PASSES", "generate_cuda", "CodegenError", "CodegenOptions", "max
 
 # The GPU passes, in the order they run (after the frontend's passes). A new
 # pass is one module with `run(module, ctx)` and one entry here.
-GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, pointer_steps, layout_pass, operands,
-                                      pipeline, smem, warp_specialize)
+GPU_PASSES: tuple[ModuleType, ...] = (tma, lower_descriptors, accumulate, fp_contract, pointer_steps, layout_pass,
+                                      operands, pipeline, smem, warp_specialize)
 
 # Largest dynamic shared memory per block (opt-in), bytes, by compute capability (PTX_FACTS 11).
 _MAX_SHARED = {60: 49152, 61: 49152, 62: 49152, 70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376,
@@ -96,6 +98,7 @@ def generate_cuda(module: Module, target: int, options: Any = None, *, dump_ir: 
     verify = knobs.verify_each_pass()
     run_pipeline(module, {"num_warps": num_warps, "target": target, "tma": knobs.nvidia.tma,
                           "num_ctas": int(_option(options, "num_ctas", 1) or 1),
+                          "enable_fp_fusion": codegen_options.enable_fp_fusion,
                           "max_shared": max_shared_memory(target)}, passes=GPU_PASSES,
                  dump=dump_ir, verify=verify)
     if verify:
