@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 import subprocess
 
+import cuda_emulator
+import numpy as np
 import pytest
 from test_dot_compile import _cuobjdump, sass_loops
 from test_tile_ahead import pointer_persistent
@@ -56,7 +58,9 @@ def test_copy_sources_are_shift_adds_of_offsets_pinned_before_the_loop(arch):
     copied = set(re.findall(r"tt_cp_async16\([^,]+, (v\d+)\[\d+\]", source))
     assert copied, "the K loop copies with cp.async"
     # the copies' source arrays, and no other (the epilogue's stores), are shift-adds
-    shifted = set(re.findall(r"(v\d+)\[i\] = \(?tt_shift_add\(", source))
+    # (registers a constant apart from another are that one's address plus the constant)
+    shifted = set(re.findall(r"(v\d+)\[i\] = (?:\(i & \d+\) \? \1\[i & \d+\] \+ \([^;]*\) : )?\(?tt_shift_add\(",
+                             source))
     assert shifted == copied
     # the offsets made before the K loop are pinned before it (and before the loop over
     # tiles, which holds the K loop, those made before that)
@@ -93,3 +97,56 @@ def test_the_k_loop_adds_offsets_by_shifts_in_sass(tmp_path):
     assert copies == 24
     assert not [t for t in k_loop if "IMAD.WIDE" in t]
     assert sum("LEA.HI.X" in t for t in k_loop) == copies
+
+
+@triton.jit
+def constant_stride_matmul(a_ptr, b_ptr, c_ptr, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr):
+    # c = a @ b for one BM x BN tile; a (BM, K) and b (K, BN) row-major, their row strides
+    # known when compiling: the rows one thread copies are a constant apart
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+_CONSTANT_STRIDES = {"K": 128, "BM": 64, "BN": 64, "BK": 32}
+
+
+def _constant_stride_source(arch: int) -> tuple[str, str, dict]:
+    options = {"num_warps": 4, "num_stages": 3}
+    module = make_ir(ASTSource(constant_stride_matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
+                                                        **{name: "constexpr" for name in _CONSTANT_STRIDES}},
+                               _CONSTANT_STRIDES, {(i,): [["tt.divisibility", 16]] for i in range(3)}),
+                     GPUTarget("cuda", arch, 32), options)
+    return lowering.generate_cuda(module, arch, options)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_copies_a_constant_apart_are_one_address_plus_the_constant(arch):
+    source, _, _ = _constant_stride_source(arch)
+    copied = set(re.findall(r"tt_cp_async16\([^,]+, (v\d+)\[\d+\]", source))
+    steps = {}
+    for name, step in re.findall(r"(v\d+)\[i\] = \(i & \d+\) \? \1\[i & \d+\] \+ \(([^;]*)\) : \(?tt_shift_add\(",
+                                 source):
+        steps[name] = {int(d) for d in re.findall(r"\* (\d+)", step)}
+    assert copied and copied <= set(steps)
+    # 128 threads copy 16 bytes each: a's rows (K apart) by 32, b's (BN apart) by 16
+    assert {frozenset(s) for name, s in steps.items() if name in copied} \
+        == {frozenset({1, 2, 4, 32 * 128}), frozenset({1, 2, 4, 16 * 64})}
+
+
+@pytest.mark.skipif(not cuda_emulator.available(), reason="no g++ to build emulated kernels")
+def test_copies_a_constant_apart_read_the_right_rows_on_the_cuda_emulator():
+    source, _, metadata = _constant_stride_source(80)
+    rng = np.random.default_rng(81)
+    a = rng.integers(-4, 4, size=(64, 128)).astype(np.float16)
+    b = rng.integers(-4, 4, size=(128, 64)).astype(np.float16)
+    c = np.full((64, 64), np.nan, dtype=np.float32)
+    cuda_emulator.Emulator(source, 4, metadata["shared"]).launch((1,), a, b, c)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))

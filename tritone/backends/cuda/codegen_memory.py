@@ -62,14 +62,27 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
     opaque = em.fresh("tt_base")
     em.line(f"{ctype(op.results[0].type.scalar)} {opaque} = tt_opaque({base});")
     name = em.define_block(op.results[0])
+    nregs = em.nregs(op.results[0])
+    # Copy sources a constant apart from another register's are that register's address
+    # plus the constant (one 64-bit add), not an offset computed and widened each.
+    steps = _constant_register_steps(em, op.results[0]) if add is _shift_add else {}
+    mask = sum(1 << bit for bit in steps)
     indices = [register_index(sources) for _, sources in terms]
     if all(index is not None for index in indices):
         # one unrolled loop: NVRTC optimises it in less time than the same statements
         # written out (FlexAttention's template: a tenth), to the same machine code
         total = " + ".join(f"(unsigned){em.reg(value, index)}" for (value, _), index in zip(terms, indices))
-        em.for_registers(em.nregs(op.results[0]), f"{name}[i] = {add(opaque, f'(int)({total})')};")
+        address = add(opaque, f"(int)({total})")
+        if steps:
+            step = " + ".join(f"((i >> {bit}) & 1) * {delta}" for bit, delta in steps.items())
+            address = f"(i & {mask}) ? {name}[i & {(nregs - 1) & ~mask}] + ({step}) : {address}"
+        em.for_registers(nregs, f"{name}[i] = {address};")
         return
-    for reg in range(em.nregs(op.results[0])):
+    for reg in range(nregs):
+        if reg & mask:
+            step = sum(delta for bit, delta in steps.items() if reg >> bit & 1)
+            em.line(f"{name}[{reg}] = {name}[{reg & ~mask}] + ({step});")
+            continue
         total = " + ".join(f"(unsigned){em.reg(value, sources[reg])}" for value, sources in terms)
         em.line(f"{name}[{reg}] = {add(opaque, f'(int)({total})')};")
 
@@ -81,6 +94,93 @@ def emit_addptr(em: Emitter, op: Operation) -> None:
 _SHIFT_ADD = ("template <class T> static __device__ __forceinline__ T* tt_shift_add(T* p, int x) "
               "{ T* r; asm(\"mad.wide.s32 %0, %1, %2, %3;\" : \"=l\"(r) : \"r\"(x), \"n\"((int)sizeof(T)), "
               "\"l\"(p)); return r; }")
+
+
+def _constant_register_steps(em: Emitter, pointers: Value) -> dict[int, int]:
+    """Register-index bits of the block `pointers` that move its element by a distance
+    known when compiling: {bit: distance in elements}. Each register's element is then
+    its base register's (the register with those bits clear) plus the distances of its
+    set bits. A bit qualifies when the pointers are affine in the element coordinates
+    (`_affine_strides`) with compile-time strides along the dimensions its basis moves,
+    and its basis shares no coordinate bit with another basis (the coordinates of a
+    register and of a thread then add instead of combining by xor). Like upstream's
+    vectorised accesses, this takes the i32 offsets not to wrap between the two
+    registers' elements."""
+    strides = _affine_strides(pointers, {})
+    if strides is None:
+        return {}
+    linear = em.linear(pointers)
+    bases = linear.registers + linear.lanes + linear.warps
+    steps = {}
+    for bit, basis in enumerate(linear.registers):
+        if not any(basis):
+            continue
+        others = [other for i, other in enumerate(bases) if i != bit]
+        if any(basis[d] & other[d] for other in others for d in range(linear.rank)):
+            continue
+        if any(basis[d] and strides[d] is None for d in range(linear.rank)):
+            continue
+        steps[bit] = sum(basis[d] * strides[d] for d in range(linear.rank) if basis[d])
+    return steps
+
+
+def _affine_strides(value: Value, memo: dict) -> tuple[int | None, ...] | None:
+    """For a block of i32 offsets or of pointers that is affine in its element
+    coordinates (`u + sum(stride[d] * c[d])`, `u` the same for every element): the
+    strides, in elements, an int where known when compiling and None where a
+    run-time scalar; None for any other block. Built from aranges, splats, broadcasts,
+    adds and subs, products and shifts by uniform values, and pointer additions."""
+    if not value.type.is_block():
+        return ()
+    if value in memo:
+        return memo[value]
+    rank = len(value.type.shape)
+    uniform = (0,) * rank
+    op = value.defining_op
+    result: tuple[int | None, ...] | None = None
+    name = op.name if op is not None else None
+    operands = [_affine_strides(v, memo) for v in op.operands] if op is not None and name != "constant" else []
+    if name == "arange":
+        result = (1,)
+    elif name in ("splat", "constant"):
+        result = uniform
+    elif name in ("hint", "convert_layout"):
+        result = operands[0]
+    elif name == "expand_dims" and operands[0] is not None:
+        axis = op.attrs["axis"]
+        result = operands[0][:axis] + (0,) + operands[0][axis:]
+    elif name == "broadcast" and operands[0] is not None:
+        result = tuple(0 if size == 1 else s for s, size in zip(operands[0], op.operands[0].type.shape))
+    elif name in ("add", "sub", "addptr") and None not in operands:
+        a, b = (s or uniform for s in operands)
+        result = tuple(None if x is None or y is None else (x - y if name == "sub" else x + y) for x, y in zip(a, b))
+    elif name in ("mul", "shl") and None not in operands:
+        a, b = (s or uniform for s in operands)
+        if name == "mul" and _is_uniform(a) and not _is_uniform(b):
+            a, b, factor = b, a, _uniform_int(op.operands[0])
+        else:
+            factor = _uniform_int(op.operands[1])
+        if name == "shl" and factor is not None:
+            factor = 1 << factor if 0 <= factor < 32 else None
+        if _is_uniform(b):  # a uniform factor: strides scale by it
+            result = tuple(0 if x == 0 else (None if x is None or factor is None else x * factor) for x in a)
+    memo[value] = result
+    return result
+
+
+def _is_uniform(strides: tuple[int | None, ...]) -> bool:
+    return all(x == 0 for x in strides)
+
+
+def _uniform_int(value: Value) -> int | None:
+    """The integer every element of `value` holds when it is a constant (or a splat of one)."""
+    op = value.defining_op
+    while op is not None and op.name == "splat":
+        op = op.operands[0].defining_op
+    if op is not None and op.name == "constant" and isinstance(op.attrs.get("value"), int) \
+            and not isinstance(op.attrs.get("value"), bool):
+        return op.attrs["value"]
+    return None
 
 
 def _shift_add(pointer: str, offset: str) -> str:
