@@ -20,6 +20,7 @@ import subprocess
 import cuda_emulator
 import numpy as np
 import pytest
+from test_conversion_pieces import tile_matmul
 from test_dot_compile import _cuobjdump, sass_loops
 from test_tile_ahead import pointer_persistent
 
@@ -99,31 +100,15 @@ def test_the_k_loop_adds_offsets_by_shifts_in_sass(tmp_path):
     assert sum("LEA.HI.X" in t for t in k_loop) == copies
 
 
-@triton.jit
-def constant_stride_matmul(a_ptr, b_ptr, c_ptr, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                           BK: tl.constexpr):
-    # c = a @ b for one BM x BN tile; a (BM, K) and b (K, BN) row-major, their row strides
-    # known when compiling: the rows one thread copies are a constant apart
-    rm = tl.arange(0, BM)
-    rn = tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
-
-
 _CONSTANT_STRIDES = {"K": 128, "BM": 64, "BN": 64, "BK": 32}
 
 
 def _constant_stride_source(arch: int) -> tuple[str, str, dict]:
     options = {"num_warps": 4, "num_stages": 3}
-    module = make_ir(ASTSource(constant_stride_matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
-                                                        **{name: "constexpr" for name in _CONSTANT_STRIDES}},
-                               _CONSTANT_STRIDES, {(i,): [["tt.divisibility", 16]] for i in range(3)}),
-                     GPUTarget("cuda", arch, 32), options)
+    # K a constant too: the rows one thread copies are a constant apart in a and in b
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", **dict.fromkeys(_CONSTANT_STRIDES, "constexpr")}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(3)}
+    module = make_ir(ASTSource(tile_matmul, signature, _CONSTANT_STRIDES, attrs), GPUTarget("cuda", arch, 32), options)
     return lowering.generate_cuda(module, arch, options)
 
 
