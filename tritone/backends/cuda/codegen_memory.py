@@ -28,7 +28,7 @@ from .codegen_base import CodegenError, Emitter, emits, needs_scratch, register_
 from .codegen_elementwise import elementwise
 from .codegen_layout import _broadcast_map, _unique_registers, register_sources
 from .codegen_types import ctype, is_narrow_float, narrow, widen
-from .int_ranges import int_range
+from .int_ranges import constant_int, int_range
 
 # bytes moved by one access -> (PTX type with vector prefix, asm constraint, C word type, words)
 _ACCESS = {1: ("u8", "h", "unsigned short", 1), 2: ("b16", "h", "unsigned short", 1), 4: ("b32", "r", "unsigned", 1),
@@ -134,53 +134,52 @@ def _affine_strides(value: Value, memo: dict) -> tuple[int | None, ...] | None:
         return ()
     if value in memo:
         return memo[value]
-    rank = len(value.type.shape)
-    uniform = (0,) * rank
     op = value.defining_op
-    result: tuple[int | None, ...] | None = None
     name = op.name if op is not None else None
-    operands = [_affine_strides(v, memo) for v in op.operands] if op is not None and name != "constant" else []
+    result: tuple[int | None, ...] | None = None
     if name == "arange":
         result = (1,)
     elif name in ("splat", "constant"):
-        result = uniform
-    elif name in ("hint", "convert_layout"):
-        result = operands[0]
-    elif name == "expand_dims" and operands[0] is not None:
-        axis = op.attrs["axis"]
-        result = operands[0][:axis] + (0,) + operands[0][axis:]
-    elif name == "broadcast" and operands[0] is not None:
-        result = tuple(0 if size == 1 else s for s, size in zip(operands[0], op.operands[0].type.shape))
-    elif name in ("add", "sub", "addptr") and None not in operands:
-        a, b = (s or uniform for s in operands)
-        result = tuple(None if x is None or y is None else (x - y if name == "sub" else x + y) for x, y in zip(a, b))
-    elif name in ("mul", "shl") and None not in operands:
-        a, b = (s or uniform for s in operands)
-        if name == "mul" and _is_uniform(a) and not _is_uniform(b):
-            a, b, factor = b, a, _uniform_int(op.operands[0])
-        else:
-            factor = _uniform_int(op.operands[1])
-        if name == "shl" and factor is not None:
-            factor = 1 << factor if 0 <= factor < 32 else None
-        if _is_uniform(b):  # a uniform factor: strides scale by it
-            result = tuple(0 if x == 0 else (None if x is None or factor is None else x * factor) for x in a)
+        result = (0,) * len(value.type.shape)
+    elif name in _AFFINE_OPS:
+        operands = [_affine_strides(v, memo) for v in op.operands]
+        if None not in operands:
+            result = _combined_strides(op, [s or (0,) * len(value.type.shape) for s in operands])
     memo[value] = result
     return result
 
 
+# The ops whose result is affine in the element coordinates when their operands are.
+_AFFINE_OPS = ("hint", "convert_layout", "expand_dims", "broadcast", "add", "sub", "addptr", "mul", "shl")
+
+
+def _combined_strides(op: Operation, operands: list[tuple[int | None, ...]]) -> tuple[int | None, ...] | None:
+    """The strides of `op`'s result (one of `_AFFINE_OPS`) from its operands' strides."""
+    name = op.name
+    if name in ("hint", "convert_layout"):
+        return operands[0]
+    if name == "expand_dims":
+        axis = op.attrs["axis"]
+        return operands[0][:axis] + (0,) + operands[0][axis:]
+    if name == "broadcast":
+        return tuple(0 if size == 1 else s for s, size in zip(operands[0], op.operands[0].type.shape))
+    a, b = operands
+    if name in ("add", "sub", "addptr"):
+        return tuple(None if x is None or y is None else (x - y if name == "sub" else x + y) for x, y in zip(a, b))
+    # mul, shl: affine only by a uniform factor, known when compiling for a known stride
+    if name == "mul" and _is_uniform(a) and not _is_uniform(b):
+        a, b, factor = b, a, constant_int(op.operands[0])
+    else:
+        factor = constant_int(op.operands[1])
+    if not _is_uniform(b):
+        return None
+    if name == "shl" and factor is not None:
+        factor = 1 << factor if 0 <= factor < 32 else None
+    return tuple(0 if x == 0 else (None if x is None or factor is None else x * factor) for x in a)
+
+
 def _is_uniform(strides: tuple[int | None, ...]) -> bool:
     return all(x == 0 for x in strides)
-
-
-def _uniform_int(value: Value) -> int | None:
-    """The integer every element of `value` holds when it is a constant (or a splat of one)."""
-    op = value.defining_op
-    while op is not None and op.name == "splat":
-        op = op.operands[0].defining_op
-    if op is not None and op.name == "constant" and isinstance(op.attrs.get("value"), int) \
-            and not isinstance(op.attrs.get("value"), bool):
-        return op.attrs["value"]
-    return None
 
 
 def _shift_add(pointer: str, offset: str) -> str:

@@ -41,7 +41,7 @@ def _fits(low: int, high: int) -> Range | None:
     return (low, high) if I32_MIN <= low <= high <= I32_MAX else None
 
 
-def _constant_int(value: Value) -> int | None:
+def constant_int(value: Value) -> int | None:
     """The value of an integer constant (a scalar, or a block of one value), else None."""
     op = value.defining_op
     if op is None or op.name != "constant":
@@ -53,7 +53,7 @@ def _constant_int(value: Value) -> int | None:
 def constant_trips(loop: Operation) -> tuple[int, int, int] | None:
     """(first value, step, trip count) of the `for` `loop` where its bounds are
     constants, its step positive and it runs at least once; else None."""
-    lower, upper, step = (_constant_int(operand) for operand in loop.operands[:3])
+    lower, upper, step = (constant_int(operand) for operand in loop.operands[:3])
     if lower is None or upper is None or step is None or step <= 0 or upper <= lower:
         return None
     return lower, step, -(-(upper - lower) // step)
@@ -80,7 +80,7 @@ def _compute(value: Value, memo: dict[Value, Range | None]) -> Range | None:
     op = value.defining_op
     if op is None:
         return _trip_counter(value)
-    constant = _constant_int(value)
+    constant = constant_int(value)
     if constant is not None:
         return _fits(constant, constant)
     if op.name == "arange":
@@ -96,7 +96,7 @@ def _compute(value: Value, memo: dict[Value, Range | None]) -> Range | None:
         bounds = [r[1] for r in (a, b) if r is not None and r[0] >= 0]
         return (0, min(bounds)) if bounds else None
     if op.name in ("mod", "floordiv"):
-        divisor = _constant_int(op.operands[1])
+        divisor = constant_int(op.operands[1])
         if a is None or a[0] < 0 or divisor is None or divisor <= 0:
             return None
         if op.name == "mod":
