@@ -180,28 +180,49 @@ def turns(names: Sequence[str], rounds: int) -> list[str]:
     return measured
 
 
-def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round: int) -> dict[str, float]:
+def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round: int,
+                 flush: bool = False) -> dict[str, float]:
     """Median milliseconds per call of each callable on the GPU, the callables timed in
-    turn: each round runs every callable `per_round` times back to back between two CUDA
-    events, in the opposite order to the round before, so that clock and power drift
-    (a GPU slows as it heats) fall on all of them alike. A call queued before the first
-    event keeps the GPU busy while the host queues the timed ones: without it, the time
-    the host takes to queue the first call (a launch's Python, tens of microseconds)
-    counted as GPU time, a few percent of a round of 100-microsecond kernels. A callable
-    whose host side is slower than its kernel is still timed at the host's pace, as
-    back-to-back calls run. No cache flush: for kernels that take a hundred microseconds
-    or more, whose inputs outgrow the cache anyway."""
+    turn: each round runs every callable `per_round` times, in the opposite order to
+    the round before, so that clock and power drift (a GPU slows as it heats) fall on
+    all of them alike.
+
+    Without `flush` a round's calls run back to back between two CUDA events. A call
+    queued before the first event keeps the GPU busy while the host queues the timed
+    ones: without it, the time the host takes to queue the first call (a launch's
+    Python, tens of microseconds) counted as GPU time, a few percent of a round of
+    100-microsecond kernels. A callable whose host side is slower than its kernel is
+    still timed at the host's pace, as back-to-back calls run. This is how a kernel
+    runs in a loop of its own, as tutorial 09's benchmark runs its kernels.
+
+    With `flush`, as `triton.testing.do_bench` times (and tutorial 06's benchmark
+    with it), every call is timed alone between two events, after the last-level
+    cache is flushed (a `FLUSH_BYTES` buffer zeroed, outside the events). The GPU
+    then spends part of the time on the flush, at other clocks and power than a
+    kernel run back to back: the two ways can rank kernels differently."""
     times: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():
         call()
     torch.cuda.synchronize()
+    buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush else None
     for name in turns(calls, rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        calls[name]()  # the lead-in, not timed
-        start.record()
-        for _ in range(per_round):
+        if buffer is None:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            calls[name]()  # the lead-in, not timed
+            start.record()
+            for _ in range(per_round):
+                calls[name]()
+            end.record()
+            torch.cuda.synchronize()
+            times[name].append(start.elapsed_time(end) / per_round)
+            continue
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(per_round)]
+        for start, end in events:
+            buffer.zero_()
+            start.record()
             calls[name]()
-        end.record()
+            end.record()
         torch.cuda.synchronize()
-        times[name].append(start.elapsed_time(end) / per_round)
+        times[name].append(statistics.fmean(start.elapsed_time(end) for start, end in events))
     return {name: statistics.median(values) for name, values in times.items()}

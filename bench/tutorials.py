@@ -3,6 +3,7 @@ own files unmodified, under upstream Triton and under tritone in one process, ti
 in turn beside torch.
 
     python bench/tutorials.py --tutorials PATH [--only attention matmul] [--quick] [--fp8] [-K K] [--forms ...]
+                              [--timing tutorial|back-to-back|flushed] [--sweep]
 
 PATH is the `python/tutorials` folder of a Triton checkout (release/3.6.x holds the
 forms measured in docs; nothing of it is copied here). Each tutorial file is executed
@@ -24,7 +25,16 @@ Each side's autotuner picks its own config on the first call (not timed); the ou
 is then checked against torch (each call allocates its output afresh), and the
 three (torch, upstream, tritone) are timed in turn, rounds in alternating order
 (`bench.timing.time_in_turn`), so that a GPU slowing as it heats slows all three
-alike. A side that fails or computes a wrong result is named, not timed.
+alike. A side that fails or computes a wrong result is named, not timed. Each
+tutorial is timed as its own benchmark times it (`--timing tutorial`): tutorial 06
+through `triton.testing.do_bench`, the cache flushed before every call; tutorial 09
+in a loop of back-to-back calls under its profiler. `--timing` picks one way for all.
+
+On a GPU at its power limit (an H100 at 700 W runs these kernels so), which config an
+autotuner picks among a few within 5% of each other changes from run to run, and so
+does a ratio of two autotuned figures. `--sweep` takes the autotuners out: every config
+of the autotuner a case goes through is timed with both sides pinned to it, in turn
+(torch left out), then a row gives each side's best config.
 """
 
 from __future__ import annotations
@@ -118,10 +128,70 @@ def _autotuner_choices(module) -> dict:
             for key, config in value.cache.items()}
 
 
+def _autotuners(module) -> dict:
+    """{name: autotuner} of a tutorial module's autotuned kernels."""
+    return {name: value for name, value in vars(module).items()
+            if isinstance(getattr(value, "cache", None), dict) and isinstance(getattr(value, "configs", None), list)}
+
+
+def _config_label(config) -> str:
+    values = ", ".join(f"{name} {value}" for name, value in config.kwargs.items())
+    return f"[{values}, w{config.num_warps} s{config.num_stages}]"
+
+
+def _pin(tuners: dict, index: int | None, originals: dict) -> None:
+    """Give every autotuner of `tuners` its config `index` alone (its first where it has
+    fewer), or its own list back with `index` None; forget what each chose."""
+    for name, tuner in tuners.items():
+        configs = originals[name]
+        tuner.configs = list(configs) if index is None else [configs[min(index, len(configs) - 1)]]
+        tuner.cache.clear()
+
+
+def sweep(table: Table, case: str, flops: float, runs: dict, check, rounds: int, per_round: int,
+          tutorials: dict, flush: bool) -> None:
+    """Time the case at every config of the autotuner its call goes through, upstream
+    and tritone both pinned to that config (the tutorial lists the same configs in the
+    same order under either package), in turn; then a row of each side's best config.
+    torch is left out."""
+    tuners = {side: _autotuners(tutorials[side]) for side in SIDES}
+    originals = {side: {name: list(tuner.configs) for name, tuner in tuners[side].items()} for side in SIDES}
+    try:
+        # the autotuner the call goes through: the one that launched a config (its best_config,
+        # set on every launch by either package's) once all are pinned
+        _pin(tuners["tritone"], 0, originals["tritone"])
+        for tuner in tuners["tritone"].values():
+            tuner.best_config = None
+        runs["tritone"]()
+        used = [name for name, tuner in tuners["tritone"].items() if tuner.best_config is not None]
+        if len(used) != 1:
+            table.add(case, {side: f"not swept: the call goes through {len(used)} autotuners" for side in SIDES})
+            return
+        name, = used
+        if len(originals["triton"].get(name, ())) != len(originals["tritone"][name]):
+            table.add(case, {side: f"not swept: the sides list different configs for {name}" for side in SIDES})
+            return
+        best: dict = {}
+        for index, config in enumerate(originals["tritone"][name]):
+            for side in SIDES:
+                _pin(tuners[side], index, originals[side])
+            row = f"{case} {_config_label(config)}"
+            measure(table, row, flops, {side: runs[side] for side in SIDES}, check, rounds, per_round, None, flush)
+            for side, value in table.rows[-1][1].items():
+                if isinstance(value, float) and value > best.get(side, (0.0, ""))[0]:
+                    best[side] = (value, _config_label(config))
+        table.add(f"{case} best", {side: best[side][0] if side in best else "no config ran" for side in SIDES})
+        table.choices += [f"  {case}, {side}: best {best[side][1]}" for side in SIDES if side in best]
+    finally:
+        for side in SIDES:
+            _pin(tuners[side], None, originals[side])
+
+
 def measure(table: Table, case: str, flops: float, runs: dict, check, rounds: int, per_round: int,
-            tutorials: dict | None = None) -> None:
+            tutorials: dict | None = None, flush: bool = False) -> None:
     """Run each side once (its autotuning and compile), `check(side)` its output (the
-    error as a fraction of the tolerance), then time the sides that passed in turn."""
+    error as a fraction of the tolerance), then time the sides that passed in turn
+    (each call after a cache flush with `flush`)."""
     import torch
 
     from bench.timing import time_in_turn
@@ -147,7 +217,7 @@ def measure(table: Table, case: str, flops: float, runs: dict, check, rounds: in
             passed[side] = run
         else:
             cells[side] = f"wrong (error {error:.3g} of the tolerance)"
-    for side, ms in time_in_turn(passed, rounds, per_round).items():
+    for side, ms in time_in_turn(passed, rounds, per_round, flush).items():
         cells[side] = round(flops / (ms * 1e-3) * 1e-12, 1)
     table.add(case, {side: cells.get(side, "not run") for side in runs})
 
@@ -156,7 +226,7 @@ MATMUL_FORMS = ("naive", "persistent", "tma persistent", "tma", "descriptor pers
 
 
 def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, per_round: int,
-                 forms: tuple[str, ...] = MATMUL_FORMS) -> None:
+                 forms: tuple[str, ...] = MATMUL_FORMS, flush: bool = False, swept: bool = False) -> None:
     """Tutorial 09's kernels (those of `forms` the tutorial benchmarks on this GPU) at
     M = N = 8192 and `k` against `torch.matmul` (fp16 only, as the tutorial)."""
     import torch
@@ -173,7 +243,7 @@ def matmul_cases(table: Table, tutorials: dict, fp8: bool, k: int, rounds: int, 
         calls = {} if fp8 else {"torch": lambda: torch.matmul(a, b.T)}
         calls.update({side: (lambda module=module, call=call: call(module)) for side, module in tutorials.items()})
         _timed_outputs(table, f"09 {method} {'fp8' if fp8 else 'fp16'} {size}x{size}x{k}", 2.0 * size * size * k, calls,
-                       reference, tolerance, rounds, per_round, tutorials)
+                       reference, tolerance, rounds, per_round, tutorials, flush, swept)
 
 
 def matmul_methods(module, a, b, forms: tuple[str, ...] = MATMUL_FORMS) -> list[tuple[str, Callable]]:
@@ -192,7 +262,8 @@ def matmul_methods(module, a, b, forms: tuple[str, ...] = MATMUL_FORMS) -> list[
     return [(form, call) for form, call in methods if form in forms]
 
 
-def attention_cases(table: Table, tutorials: dict, tokens: int, rounds: int, per_round: int) -> None:
+def attention_cases(table: Table, tutorials: dict, tokens: int, rounds: int, per_round: int,
+                    flush: bool = True, swept: bool = False) -> None:
     """Tutorial 06's forward pass against torch's scaled_dot_product_attention."""
     import torch
 
@@ -215,11 +286,11 @@ def attention_cases(table: Table, tutorials: dict, tokens: int, rounds: int, per
                               for side, module in tutorials.items()})
                 case = f"06 fwd d{head_dim}{' causal' if causal else ''}{' ws' if ws else ''} {tokens} tokens"
                 _timed_outputs(table, case, flops, calls, reference, 1e-2, rounds, per_round,  # the tutorial's atol
-                               tutorials)
+                               tutorials, flush, swept)
 
 
 def _timed_outputs(table: Table, case: str, flops: float, calls: dict, reference, tolerance: float, rounds: int,
-                   per_round: int, tutorials: dict) -> None:
+                   per_round: int, tutorials: dict, flush: bool, swept: bool = False) -> None:
     """`measure` for calls that return their output: the check is the largest absolute
     difference from `reference` as a fraction of `tolerance`."""
     outputs: dict = {}
@@ -228,7 +299,24 @@ def _timed_outputs(table: Table, case: str, flops: float, calls: dict, reference
     def check(side):
         return (outputs.pop(side).float() - reference).abs().max().item() / tolerance
 
-    measure(table, case, flops, runs, check, rounds, per_round, tutorials)
+    if swept:
+        runs.pop("torch", None)
+        sweep(table, case, flops, runs, check, rounds, per_round, tutorials, flush)
+    else:
+        measure(table, case, flops, runs, check, rounds, per_round, tutorials, flush)
+
+
+TIMINGS = ("tutorial", "back-to-back", "flushed")
+
+
+def flushed(kind: str, timing: str) -> bool:
+    """Whether `kind`'s cases ("attention" or "matmul") are timed with the cache flushed
+    before every call under `timing` (one of TIMINGS): "tutorial" times each as its own
+    benchmark does, tutorial 06 through `triton.testing.do_bench` (which flushes),
+    tutorial 09 in a loop of back-to-back calls under its profiler."""
+    if timing == "tutorial":
+        return kind == "attention"
+    return timing == "flushed"
 
 
 def main(argv=None) -> int:
@@ -242,6 +330,13 @@ def main(argv=None) -> int:
                         "default is 512)")
     parser.add_argument("--forms", nargs="+", default=list(MATMUL_FORMS), choices=MATMUL_FORMS, metavar="FORM",
                         help=f"tutorial 09's kernels to time (each side autotunes each): {', '.join(MATMUL_FORMS)}")
+    parser.add_argument("--timing", default="tutorial", choices=TIMINGS,
+                        help="tutorial: each tutorial's cases timed as its own benchmark times them (06 with "
+                        "do_bench's cache flush before every call, 09 back to back); back-to-back or flushed: "
+                        "all cases so")
+    parser.add_argument("--sweep", action="store_true",
+                        help="time every config of each case's autotuner, both sides pinned to it, instead of "
+                        "each side's own choice; then each side's best")
     args = parser.parse_args(argv)
     names = {"attention": ATTENTION, "matmul": MATMUL}
     missing = [names[kind] for kind in args.only if not (args.tutorials / names[kind]).is_file()]
@@ -264,10 +359,14 @@ def main(argv=None) -> int:
           f"triton {triton.__version__}, tritone {tritone.__version__}", file=sys.stderr, flush=True)
     for kind in args.only:
         tutorials = {side: load_tutorial(args.tutorials / names[kind], side) for side in SIDES}
+        flush = flushed(kind, args.timing)
+        print(f"{names[kind]}: timed in turn, {'each call after a cache flush' if flush else 'back to back'}",
+              file=sys.stderr, flush=True)
         if kind == "attention":
-            attention_cases(table, tutorials, 1024 if args.quick else 4096, rounds, per_round)
+            attention_cases(table, tutorials, 1024 if args.quick else 4096, rounds, per_round, flush, args.sweep)
         else:
-            matmul_cases(table, tutorials, args.fp8, args.K, rounds, per_round, tuple(args.forms))
+            matmul_cases(table, tutorials, args.fp8, args.K, rounds, per_round, tuple(args.forms), flush,
+                         args.sweep)
     table.print()
     return 0
 

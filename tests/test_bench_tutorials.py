@@ -161,3 +161,119 @@ def test_each_round_queues_an_untimed_call_before_its_first_event(monkeypatch) -
     assert times == {"a": 1.0, "b": 1.0}
     round_of = {name: [name, "event", name, name, name, "event"] for name in calls}
     assert log == ["a", "b", *round_of["a"], *round_of["b"], *round_of["b"], *round_of["a"]]
+
+
+def test_flushed_turns_time_each_call_alone_after_a_flush(monkeypatch) -> None:
+    """time_in_turn(flush=True) on a simulated CUDA: every timed call sits alone between
+    its two events, the cache flush before the first of them; a round's figure is the
+    mean of its calls."""
+    import torch
+
+    from bench import timing
+
+    log: list = []
+    durations = iter([2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 20.0])
+
+    class Event:
+        def __init__(self, enable_timing: bool = False):
+            self.at = None
+
+        def record(self) -> None:
+            self.at = len(log)
+            log.append("event")
+
+        def elapsed_time(self, end) -> float:
+            assert log[self.at + 1:end.at] in (["a"], ["b"])  # one call, no flush, between the events
+            return next(durations)
+
+    class Buffer:
+        def zero_(self) -> None:
+            log.append("flush")
+
+    def empty(*shape, dtype=None, device=None):
+        assert shape == (timing.FLUSH_BYTES // 4,) and device == "cuda"
+        return Buffer()
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch, "empty", empty)
+    calls = {"a": lambda: log.append("a"), "b": lambda: log.append("b")}
+    times = timing.time_in_turn(calls, rounds=2, per_round=2, flush=True)
+    # the turns a, b, b, a take the durations in pairs: a (2, 4), b (6, 8), b (10, 12), a (14, 20)
+    alone = {name: ["flush", "event", name, "event"] for name in calls}
+    assert log == ["a", "b", *alone["a"] * 2, *alone["b"] * 4, *alone["a"] * 2]
+    assert times == {"a": (3.0 + 17.0) / 2, "b": (7.0 + 11.0) / 2}
+
+
+def test_a_sweep_pins_both_sides_to_each_config_in_turn(tutorial_file: Path, monkeypatch) -> None:
+    """--sweep: each config of the autotuner a case's call goes through is timed with both
+    sides pinned to it, then each side's best is a row of its own; the autotuners get
+    their configs back afterwards."""
+    import torch
+
+    from bench import timing
+
+    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
+    pinned: dict = {}
+
+    def call(side):
+        tuner = modules[side].double
+        tuner.best_config = tuner.configs[0]  # what a launch through the autotuner leaves
+        pinned[side] = tuner.configs[0].kwargs["BLOCK"]
+
+    runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
+    ms_at = {"triton": {16: 2.0, 32: 4.0}, "tritone": {16: 2.5, 32: 1.6}}  # tritone's best is BLOCK 32
+    monkeypatch.setattr(timing, "time_in_turn",
+                        lambda calls, rounds, per_round, flush=False: {
+                            side: ms_at[side][pinned[side]] for side in calls})
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    table = tutorials.Table()
+    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    assert [case for case, _ in table.rows] == [
+        "case [BLOCK 16, w4 s3]", "case [BLOCK 32, w4 s3]", "case best"]
+    assert table.rows[0][1] == {"triton": 500.0, "tritone": 400.0}  # 1e12 flops in 2 and 2.5 ms
+    assert table.rows[-1][1] == {"triton": 500.0, "tritone": 625.0}
+    assert table.choices == ["  case, triton: best [BLOCK 16, w4 s3]", "  case, tritone: best [BLOCK 32, w4 s3]"]
+    for module in modules.values():
+        assert [c.kwargs["BLOCK"] for c in module.double.configs] == [16, 32]
+
+
+def test_a_sweep_names_a_side_whose_config_fails(tutorial_file: Path, monkeypatch) -> None:
+    import torch
+
+    from bench import timing
+
+    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
+
+    def call(side):
+        tuner = modules[side].double
+        tuner.best_config = tuner.configs[0]
+        if side == "triton" and tuner.configs[0].kwargs["BLOCK"] == 32:
+            raise RuntimeError("out of resources")
+
+    runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
+    monkeypatch.setattr(timing, "time_in_turn",
+                        lambda calls, rounds, per_round, flush=False: {side: 1.0 for side in calls})
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    table = tutorials.Table()
+    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    cells = dict(table.rows)
+    assert cells["case [BLOCK 32, w4 s3]"]["triton"].startswith("fails: RuntimeError: out of resources")
+    assert cells["case [BLOCK 32, w4 s3]"]["tritone"] == 1000.0
+    assert cells["case best"] == {"triton": 1000.0, "tritone": 1000.0}
+
+
+def test_tutorial_timing_flushes_attention_only() -> None:
+    assert tutorials.flushed("attention", "tutorial") and not tutorials.flushed("matmul", "tutorial")
+    assert not tutorials.flushed("attention", "back-to-back") and tutorials.flushed("matmul", "flushed")
+
+
+def test_a_sweep_names_a_call_that_goes_through_no_autotuner(tutorial_file: Path) -> None:
+    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
+    runs = {side: (lambda: None) for side in tutorials.SIDES}
+    table = tutorials.Table()
+    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    assert table.rows == [("case", {side: "not swept: the call goes through 0 autotuners"
+                                    for side in tutorials.SIDES})]
+    for module in modules.values():
+        assert [c.kwargs["BLOCK"] for c in module.double.configs] == [16, 32]
