@@ -134,14 +134,10 @@ def test_an_unknown_form_is_refused(tmp_path: Path, capsys) -> None:
     assert exited.value.code == 2 and "invalid choice: 'tiled'" in capsys.readouterr().err
 
 
-def test_each_round_queues_an_untimed_call_before_its_first_event(monkeypatch) -> None:
-    """time_in_turn on a simulated CUDA: the event pair of a round brackets only its
-    timed calls, behind one call queued before them."""
+def simulate_cuda_events(monkeypatch, log: list, elapsed) -> None:
+    """torch.cuda's events and synchronize, simulated: recording an event appends "event"
+    to `log`, and `elapsed(start index, end index)` in `log` gives their milliseconds."""
     import torch
-
-    from bench import timing
-
-    log: list = []
 
     class Event:
         def __init__(self, enable_timing: bool = False):
@@ -152,10 +148,20 @@ def test_each_round_queues_an_untimed_call_before_its_first_event(monkeypatch) -
             log.append("event")
 
         def elapsed_time(self, end) -> float:
-            return float(end.at - self.at - 1)  # "milliseconds": the calls between the two events
+            return elapsed(self.at, end.at)
 
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+
+def test_each_round_queues_an_untimed_call_before_its_first_event(monkeypatch) -> None:
+    """time_in_turn on a simulated CUDA: the event pair of a round brackets only its
+    timed calls, behind one call queued before them."""
+    from bench import timing
+
+    log: list = []
+    # "milliseconds": the number of calls between the two events
+    simulate_cuda_events(monkeypatch, log, lambda start, end: float(end - start - 1))
     calls = {"a": lambda: log.append("a"), "b": lambda: log.append("b")}
     times = timing.time_in_turn(calls, rounds=2, per_round=3)
     assert times == {"a": 1.0, "b": 1.0}
@@ -174,17 +180,11 @@ def test_flushed_turns_time_each_call_alone_after_a_flush(monkeypatch) -> None:
     log: list = []
     durations = iter([2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 20.0])
 
-    class Event:
-        def __init__(self, enable_timing: bool = False):
-            self.at = None
+    def elapsed(start: int, end: int) -> float:
+        assert log[start + 1:end] in (["a"], ["b"])  # one call, no flush, between the events
+        return next(durations)
 
-        def record(self) -> None:
-            self.at = len(log)
-            log.append("event")
-
-        def elapsed_time(self, end) -> float:
-            assert log[self.at + 1:end.at] in (["a"], ["b"])  # one call, no flush, between the events
-            return next(durations)
+    simulate_cuda_events(monkeypatch, log, elapsed)
 
     class Buffer:
         def zero_(self) -> None:
@@ -194,8 +194,6 @@ def test_flushed_turns_time_each_call_alone_after_a_flush(monkeypatch) -> None:
         assert shape == (timing.FLUSH_BYTES // 4,) and device == "cuda"
         return Buffer()
 
-    monkeypatch.setattr(torch.cuda, "Event", Event)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch, "empty", empty)
     calls = {"a": lambda: log.append("a"), "b": lambda: log.append("b")}
     times = timing.time_in_turn(calls, rounds=2, per_round=2, flush=True)
