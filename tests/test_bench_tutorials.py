@@ -275,3 +275,27 @@ def test_a_sweep_names_a_call_that_goes_through_no_autotuner(tutorial_file: Path
                                     for side in tutorials.SIDES})]
     for module in modules.values():
         assert [c.kwargs["BLOCK"] for c in module.double.configs] == [16, 32]
+
+
+def test_a_sweep_finds_the_autotuner_even_when_the_first_config_fails(tutorial_file: Path, monkeypatch) -> None:
+    import torch
+
+    from bench import timing
+
+    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
+
+    def call(side):
+        tuner = modules[side].double
+        tuner.best_config = tuner.configs[0]  # set before the kernel compiles, as both packages do
+        if tuner.configs[0].kwargs["BLOCK"] == 16:
+            raise RuntimeError("BLOCK 16 does not compile")
+
+    runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
+    monkeypatch.setattr(timing, "time_in_turn",
+                        lambda calls, rounds, per_round, flush=False: {side: 2.0 for side in calls})
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    table = tutorials.Table()
+    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    cells = dict(table.rows)
+    assert all(cell.startswith("fails: RuntimeError") for cell in cells["case [BLOCK 16, w4 s3]"].values())
+    assert cells["case best"] == {"triton": 500.0, "tritone": 500.0}
