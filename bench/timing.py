@@ -204,9 +204,9 @@ def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round:
     for call in calls.values():
         call()
     torch.cuda.synchronize()
-    buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush else None
+    flusher = Timer("cuda", TimingPlan()) if flush else None
     for name in turns(calls, rounds):
-        if buffer is None:
+        if flusher is None:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             calls[name]()  # the lead-in, not timed
             start.record()
@@ -215,14 +215,14 @@ def time_in_turn(calls: dict[str, Callable[[], object]], rounds: int, per_round:
             end.record()
             torch.cuda.synchronize()
             times[name].append(start.elapsed_time(end) / per_round)
-            continue
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(per_round)]
-        for start, end in events:
-            buffer.zero_()
-            start.record()
-            calls[name]()
-            end.record()
-        torch.cuda.synchronize()
-        times[name].append(statistics.fmean(start.elapsed_time(end) for start, end in events))
+        else:
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(per_round)]
+            for start, end in events:
+                flusher.flush_cache()
+                start.record()
+                calls[name]()
+                end.record()
+            torch.cuda.synchronize()
+            times[name].append(statistics.fmean(start.elapsed_time(end) for start, end in events))
     return {name: statistics.median(values) for name, values in times.items()}

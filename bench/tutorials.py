@@ -121,17 +121,15 @@ def _ratio(a, b) -> str:
     return f"{a / b:.3f}" if isinstance(a, float) and isinstance(b, float) else "-"
 
 
-def _autotuner_choices(module) -> dict:
-    """{(autotuner name, key): config} of every autotuned kernel of a tutorial module."""
-    return {(name, key): config for name, value in vars(module).items()
-            if isinstance(getattr(value, "cache", None), dict) and hasattr(value, "configs")
-            for key, config in value.cache.items()}
-
-
 def _autotuners(module) -> dict:
     """{name: autotuner} of a tutorial module's autotuned kernels."""
     return {name: value for name, value in vars(module).items()
             if isinstance(getattr(value, "cache", None), dict) and isinstance(getattr(value, "configs", None), list)}
+
+
+def _autotuner_choices(module) -> dict:
+    """{(autotuner name, key): config} of every autotuned kernel of a tutorial module."""
+    return {(name, key): config for name, tuner in _autotuners(module).items() for key, config in tuner.cache.items()}
 
 
 def _config_label(config) -> str:

@@ -203,10 +203,11 @@ def test_flushed_turns_time_each_call_alone_after_a_flush(monkeypatch) -> None:
     assert times == {"a": (3.0 + 17.0) / 2, "b": (7.0 + 11.0) / 2}
 
 
-def test_a_sweep_pins_both_sides_to_each_config_in_turn(tutorial_file: Path, monkeypatch) -> None:
-    """--sweep: each config of the autotuner a case's call goes through is timed with both
-    sides pinned to it, then each side's best is a row of its own; the autotuners get
-    their configs back afterwards."""
+def run_sweep(tutorial_file: Path, monkeypatch, ms_at, fails=lambda side, block: False):
+    """`tutorials.sweep` over the example tutorial's two configs (BLOCK 16 and 32), loaded
+    for both sides, on a simulated GPU: a side's call leaves its autotuner's best_config
+    as a launch does (before compiling), raises where `fails(side, block)`, and times
+    `ms_at(side, block)` milliseconds. Returns the table and the modules."""
     import torch
 
     from bench import timing
@@ -216,17 +217,26 @@ def test_a_sweep_pins_both_sides_to_each_config_in_turn(tutorial_file: Path, mon
 
     def call(side):
         tuner = modules[side].double
-        tuner.best_config = tuner.configs[0]  # what a launch through the autotuner leaves
+        tuner.best_config = tuner.configs[0]
         pinned[side] = tuner.configs[0].kwargs["BLOCK"]
+        if fails(side, pinned[side]):
+            raise RuntimeError(f"BLOCK {pinned[side]} does not compile")
 
     runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
-    ms_at = {"triton": {16: 2.0, 32: 4.0}, "tritone": {16: 2.5, 32: 1.6}}  # tritone's best is BLOCK 32
-    monkeypatch.setattr(timing, "time_in_turn",
-                        lambda calls, rounds, per_round, flush=False: {
-                            side: ms_at[side][pinned[side]] for side in calls})
+    monkeypatch.setattr(timing, "time_in_turn", lambda calls, rounds, per_round, flush=False: {
+        side: ms_at(side, pinned[side]) for side in calls})
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     table = tutorials.Table()
     tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    return table, modules
+
+
+def test_a_sweep_pins_both_sides_to_each_config_in_turn(tutorial_file: Path, monkeypatch) -> None:
+    """--sweep: each config of the autotuner a case's call goes through is timed with both
+    sides pinned to it, then each side's best is a row of its own; the autotuners get
+    their configs back afterwards."""
+    ms_at = {"triton": {16: 2.0, 32: 4.0}, "tritone": {16: 2.5, 32: 1.6}}  # tritone's best is BLOCK 32
+    table, modules = run_sweep(tutorial_file, monkeypatch, lambda side, block: ms_at[side][block])
     assert [case for case, _ in table.rows] == [
         "case [BLOCK 16, w4 s3]", "case [BLOCK 32, w4 s3]", "case best"]
     assert table.rows[0][1] == {"triton": 500.0, "tritone": 400.0}  # 1e12 flops in 2 and 2.5 ms
@@ -237,33 +247,19 @@ def test_a_sweep_pins_both_sides_to_each_config_in_turn(tutorial_file: Path, mon
 
 
 def test_a_sweep_names_a_side_whose_config_fails(tutorial_file: Path, monkeypatch) -> None:
-    import torch
-
-    from bench import timing
-
-    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
-
-    def call(side):
-        tuner = modules[side].double
-        tuner.best_config = tuner.configs[0]
-        if side == "triton" and tuner.configs[0].kwargs["BLOCK"] == 32:
-            raise RuntimeError("out of resources")
-
-    runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
-    monkeypatch.setattr(timing, "time_in_turn",
-                        lambda calls, rounds, per_round, flush=False: {side: 1.0 for side in calls})
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    table = tutorials.Table()
-    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
+    table, _ = run_sweep(tutorial_file, monkeypatch, lambda side, block: 1.0,
+                         fails=lambda side, block: side == "triton" and block == 32)
     cells = dict(table.rows)
-    assert cells["case [BLOCK 32, w4 s3]"]["triton"].startswith("fails: RuntimeError: out of resources")
+    assert cells["case [BLOCK 32, w4 s3]"]["triton"].startswith("fails: RuntimeError: BLOCK 32 does not compile")
     assert cells["case [BLOCK 32, w4 s3]"]["tritone"] == 1000.0
     assert cells["case best"] == {"triton": 1000.0, "tritone": 1000.0}
 
 
-def test_tutorial_timing_flushes_attention_only() -> None:
-    assert tutorials.flushed("attention", "tutorial") and not tutorials.flushed("matmul", "tutorial")
-    assert not tutorials.flushed("attention", "back-to-back") and tutorials.flushed("matmul", "flushed")
+def test_a_sweep_finds_the_autotuner_even_when_the_first_config_fails(tutorial_file: Path, monkeypatch) -> None:
+    table, _ = run_sweep(tutorial_file, monkeypatch, lambda side, block: 2.0, fails=lambda side, block: block == 16)
+    cells = dict(table.rows)
+    assert all(cell.startswith("fails: RuntimeError") for cell in cells["case [BLOCK 16, w4 s3]"].values())
+    assert cells["case best"] == {"triton": 500.0, "tritone": 500.0}
 
 
 def test_a_sweep_names_a_call_that_goes_through_no_autotuner(tutorial_file: Path) -> None:
@@ -277,25 +273,6 @@ def test_a_sweep_names_a_call_that_goes_through_no_autotuner(tutorial_file: Path
         assert [c.kwargs["BLOCK"] for c in module.double.configs] == [16, 32]
 
 
-def test_a_sweep_finds_the_autotuner_even_when_the_first_config_fails(tutorial_file: Path, monkeypatch) -> None:
-    import torch
-
-    from bench import timing
-
-    modules = {side: tutorials.load_tutorial(tutorial_file, "tritone") for side in tutorials.SIDES}
-
-    def call(side):
-        tuner = modules[side].double
-        tuner.best_config = tuner.configs[0]  # set before the kernel compiles, as both packages do
-        if tuner.configs[0].kwargs["BLOCK"] == 16:
-            raise RuntimeError("BLOCK 16 does not compile")
-
-    runs = {side: (lambda side=side: call(side)) for side in tutorials.SIDES}
-    monkeypatch.setattr(timing, "time_in_turn",
-                        lambda calls, rounds, per_round, flush=False: {side: 2.0 for side in calls})
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    table = tutorials.Table()
-    tutorials.sweep(table, "case", 1e12, runs, lambda side: 0.0, 2, 3, modules, flush=False)
-    cells = dict(table.rows)
-    assert all(cell.startswith("fails: RuntimeError") for cell in cells["case [BLOCK 16, w4 s3]"].values())
-    assert cells["case best"] == {"triton": 500.0, "tritone": 500.0}
+def test_tutorial_timing_flushes_attention_only() -> None:
+    assert tutorials.flushed("attention", "tutorial") and not tutorials.flushed("matmul", "tutorial")
+    assert not tutorials.flushed("attention", "back-to-back") and tutorials.flushed("matmul", "flushed")
